@@ -1,0 +1,102 @@
+"""What the CLI subcommands do (kept apart from argument parsing)."""
+from __future__ import annotations
+
+from tabulate import tabulate
+from tqdm import tqdm
+
+from .backbones import BACKBONES
+from .config import PROFILES, TrainConfig, apply_overrides, field_types, get_profile, parse_set
+from .errors import BenchError, choices_error
+from .summary import summary_table
+
+
+def registries():
+    from bench.datasets import DATASETS
+    from bench.methods import METHODS
+
+    return {"methods": METHODS, "datasets": DATASETS, "backbones": BACKBONES}
+
+
+def list_registries() -> str:
+    blocks = []
+    for title, reg in registries().items():
+        rows = list(reg.describe())
+        blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
+    profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
+    blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))
+    return "\n\n".join(blocks)
+
+
+def _profile_text(cfg: TrainConfig) -> str:
+    return (f"{cfg.cycles} cycles x {cfg.epochs_per_cycle} epochs, SGD lr {cfg.lr}, "
+            f"momentum {cfg.momentum}, batch {cfg.batch_size}")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'5' -> 0..4, '2-4' -> 2,3,4, '0,3' -> 0,3."""
+    text = str(text).strip()
+    try:
+        if "," in text:
+            seeds = [int(s) for s in text.split(",") if s.strip()]
+        elif "-" in text.lstrip("-"):
+            lo, hi = text.split("-", 1)
+            seeds = list(range(int(lo), int(hi) + 1))
+        else:
+            n = int(text)
+            if n < 1:
+                raise BenchError(f"--seeds {text}: need at least one seed (e.g. --seeds 5 or 0-4)")
+            seeds = list(range(n))
+    except ValueError:
+        raise BenchError(f"--seeds {text}: expected N, A-B or a comma list of ints") from None
+    if not seeds or min(seeds) < 0:
+        raise BenchError(f"--seeds {text}: seeds must be non-negative and at least one")
+    return seeds
+
+
+def resolve_run(args):
+    """Validate every name and override before any data is loaded."""
+    from bench.datasets import DATASETS
+    from bench.methods import create_method, method_params
+
+    seeds = parse_seeds(args.seeds)
+    base = get_profile(args.profile)
+    DATASETS.get(args.dataset)
+    if args.backbone is not None:
+        BACKBONES.get(args.backbone)
+    names = [m.strip() for m in args.method.split(",") if m.strip()]
+    raw = parse_set(args.overrides)
+    owned = {name: field_types(method_params(name)) for name in names}
+    train_keys = field_types(base)
+    valid = set(train_keys).union(*owned.values())
+    for key in raw:
+        if key not in valid:
+            raise choices_error("--set key", key, sorted(valid))
+    cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
+    methods = [create_method(n, {k: v for k, v in raw.items() if k in owned[n]}) for n in names]
+    return seeds, methods, cfg
+
+
+def run(args) -> int:
+    from bench.datasets import load_dataset
+
+    from .runner import default_device, make_experiment, run_seed
+
+    seeds, methods, cfg = resolve_run(args)
+    bundle = load_dataset(args.dataset, args.data_root, image_size=cfg.image_size)
+    backbone = args.backbone or bundle.default_backbone
+    BACKBONES.get(backbone)
+    device = args.device or default_device()
+    groups, counts = [], {"done": 0, "skipped": 0}
+    jobs = [(m, s) for m in methods for s in seeds]
+    bar = tqdm(jobs, desc="runs", unit="run", disable=args.no_progress)
+    for method, seed in bar:
+        bar.set_postfix(method=method.name, seed=seed)
+        exp = make_experiment(bundle, backbone, method, cfg)
+        status, path = run_seed(exp, bundle, method, seed, args.results, device=device,
+                                force=args.force, progress=not args.no_progress)
+        counts[status] += 1
+        groups.append((exp, path))
+    bar.close()
+    print(summary_table(groups))
+    print(f"{counts['done']} trained, {counts['skipped']} already done; records in {args.results}/")
+    return 0

@@ -1,0 +1,119 @@
+"""Pure metric functions: numpy arrays in, floats out.
+
+`probs` is [N, K] (rows sum to 1), `labels` is [N] ints. Tables print x100.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
+    z = logits - logits.max(axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def head_probs(logits: np.ndarray) -> np.ndarray:
+    """[N, M, K] per-head logits -> [N, K] mean of per-head softmaxes (paper eq. 1)."""
+    return softmax(np.asarray(logits, dtype=np.float32), axis=-1).mean(axis=1)
+
+
+def accuracy(probs: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(np.argmax(probs, axis=1) == labels))
+
+
+def ece_bins(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15):
+    """Per-bin (accuracy, mean confidence, share of samples) as torchmetrics bins.
+
+    Bins are [k/n, (k+1)/n) with boundaries computed like torch.linspace in the
+    confidences' dtype; a confidence of exactly 1.0 lands in an extra bin of its
+    own (index n_bins), which is what torchmetrics' bucketize(right=True) does.
+    """
+    conf = probs.max(axis=1)
+    correct = (probs.argmax(axis=1) == labels).astype(conf.dtype)
+    edges = _linspace01(n_bins, conf.dtype)
+    idx = np.searchsorted(edges, conf, side="right") - 1
+    count = np.bincount(idx, minlength=n_bins + 1).astype(np.float64)
+    conf_sum = np.bincount(idx, weights=conf, minlength=n_bins + 1)
+    acc_sum = np.bincount(idx, weights=correct, minlength=n_bins + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc_bin = np.nan_to_num(acc_sum / count)
+        conf_bin = np.nan_to_num(conf_sum / count)
+    return acc_bin, conf_bin, count / count.sum()
+
+
+def _linspace01(n_bins: int, dtype) -> np.ndarray:
+    # Use torch.linspace itself: its boundaries differ from numpy's by an ulp
+    # in places, and a confidence sitting on a boundary must land in the same
+    # bin as in torchmetrics, which produced the paper's numbers.
+    import torch
+
+    tdtype = torch.float64 if np.dtype(dtype) == np.float64 else torch.float32
+    return torch.linspace(0, 1, n_bins + 1, dtype=tdtype).numpy().astype(dtype)
+
+
+def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float:
+    """Expected calibration error (l1), as MulticlassCalibrationError(n_bins=15)."""
+    acc_bin, conf_bin, share = ece_bins(probs, labels, n_bins)
+    return float(np.sum(np.abs(acc_bin - conf_bin) * share))
+
+
+def calibration_gap(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Signed gap: mean confidence - accuracy (>0 over-confident, <0 under)."""
+    return float(probs.max(axis=1).mean() - accuracy(probs, labels))
+
+
+def nll(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Mean -log p_y with probabilities clipped as scikit-learn's log_loss."""
+    p = np.asarray(probs, dtype=np.float64)
+    eps = np.finfo(p.dtype).eps
+    p_y = np.clip(p[np.arange(len(labels)), labels], eps, 1 - eps)
+    return float(-np.mean(np.log(p_y)))
+
+
+def brier(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Multiclass Brier score: mean over samples of sum_k (p_k - 1[y=k])^2."""
+    p = np.asarray(probs, dtype=np.float64)
+    onehot = np.eye(p.shape[1])[labels]
+    return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
+
+
+def _binary_auc(scores: np.ndarray, positive: np.ndarray) -> float:
+    """Mann-Whitney U statistic with mid-ranks for ties."""
+    n_pos = int(positive.sum())
+    n_neg = len(positive) - n_pos
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores), dtype=np.float64)
+    sorted_scores = scores[order]
+    # mid-rank of each tie group
+    _, start, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+    mid = start + (counts + 1) / 2.0
+    ranks[order] = np.repeat(mid, counts)
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def auc_ovr_macro(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Macro one-vs-rest ROC AUC over the classes present in `labels`.
+
+    The paper selects checkpoints with it; a class absent from the labels has
+    no defined AUC and is skipped (scikit-learn would raise instead).
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    aucs = []
+    for k in range(p.shape[1]):
+        positive = labels == k
+        if 0 < positive.sum() < len(labels):
+            aucs.append(_binary_auc(p[:, k], positive))
+    return float(np.mean(aucs)) if aucs else float("nan")
+
+
+def all_metrics(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    """Every metric the reports use, as fractions (tables multiply by 100)."""
+    return {
+        "acc": accuracy(probs, labels),
+        "ece": ece(probs, labels),
+        "nll": nll(probs, labels),
+        "brier": brier(probs, labels),
+        "auc": auc_ovr_macro(probs, labels),
+        "gap": calibration_gap(probs, labels),
+    }

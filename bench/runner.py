@@ -1,0 +1,103 @@
+"""Train one seed of one (dataset, backbone, method, config) and store it."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import store
+from .backbones import build_model
+from .config import TrainConfig, config_hash, result_fields
+from .metrics import all_metrics, head_probs
+from .provenance import provenance
+from .trainer import train
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Everything that defines a group of seeds (and nothing that doesn't)."""
+
+    dataset: str
+    backbone: str
+    method: str
+    method_params: tuple  # sorted (key, value) pairs of the method's dataclass
+    heads: int
+    train: TrainConfig
+    data_identity: tuple  # sorted (key, value) pairs from the adapter
+
+    def payload(self) -> dict:
+        return {
+            "dataset": self.dataset, "data": dict(self.data_identity),
+            "backbone": self.backbone, "method": self.method,
+            "method_params": dict(self.method_params), "heads": self.heads,
+            "train": result_fields(self.train),
+        }
+
+    @property
+    def chash(self) -> str:
+        return config_hash(self.payload())
+
+    def record_dir(self, root, seed: int) -> Path:
+        return store.record_dir(root, self.dataset, self.backbone, self.method, self.chash, seed)
+
+
+def make_experiment(bundle, backbone: str, method, cfg: TrainConfig) -> Experiment:
+    cfg = dataclasses.replace(cfg, image_size=bundle.image_size)  # the size actually used
+    return Experiment(
+        dataset=bundle.name, backbone=backbone, method=method.name,
+        method_params=tuple(sorted(method.params_dict().items())), heads=method.heads,
+        train=cfg, data_identity=tuple(sorted(bundle.identity.items())),
+    )
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | None = None,
+             force: bool = False, progress: bool = True) -> tuple[str, Path]:
+    """Train and store one seed; returns ('skipped'|'done', record path)."""
+    path = exp.record_dir(results, seed)
+    if store.is_complete(path) and not force:
+        return "skipped", path
+    device = device or default_device()
+    method.setup(bundle.num_classes, seed)
+    torch.manual_seed(seed)  # model initialisation
+    model, bb = build_model(exp.backbone, bundle.image_size, method.heads, bundle.num_classes,
+                            pretrained=exp.train.pretrained)
+    result = train(model, method, exp.train, bundle, seed, device=device, progress=progress)
+    config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
+              "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
+              "backbone_weights": bb.weights, "provenance": provenance(device)}
+    n_params = sum(p.numel() for p in model.parameters())
+    store.write_record(path, config, record_metrics(result, bundle, n_params), {
+        "val_logits": result.val_logits, "val_labels": bundle.val.labels,
+        "test_logits": result.test_logits, "test_labels": bundle.test.labels,
+    })
+    return "done", path
+
+
+def record_metrics(result, bundle, n_params: int) -> dict:
+    return {
+        "val": all_metrics(head_probs(result.val_logits), bundle.val.labels),
+        "test": all_metrics(head_probs(result.test_logits), bundle.test.labels),
+        "best_cycle": result.best_cycle,
+        "cycle_val_auc": result.cycle_val_auc,
+        "train_seconds": result.train_seconds,
+        "train_images_per_s": result.train_images_per_s,
+        "steps": result.steps,
+        "n_params": n_params,
+    }
+
+
+def seed_metrics(paths) -> list[dict]:
+    return [store.read_json(Path(p) / "metrics.json") for p in paths]
+
+
+def mean_std(values) -> tuple[float, float]:
+    """Mean and population std (ddof=0), as the paper's tables."""
+    arr = np.asarray(values, dtype=np.float64)
+    return float(arr.mean()), float(arr.std(ddof=0))

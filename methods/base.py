@@ -1,0 +1,64 @@
+"""The method contract (DESIGN §2).
+
+A method says how many heads the model has, may transform a training batch
+(mixup changes the inputs), and gives the training loss on logits shaped
+[B, M, K]. Prediction is always the mean of the head softmaxes, so methods
+have no say in evaluation.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from bench.config import apply_overrides
+from bench.registry import Registry
+
+METHODS = Registry("method")
+
+
+@dataclass(frozen=True)
+class NoParams:
+    """For methods without hyper-parameters."""
+
+
+class Method:
+    """Base class: one head, identity batch transform; subclasses give `loss`."""
+
+    Params = NoParams
+
+    def __init__(self, name: str, params: Any = None):
+        self.name = name
+        self.params = params if params is not None else self.Params()
+
+    @property
+    def heads(self) -> int:
+        return 1
+
+    def setup(self, num_classes: int, seed: int) -> None:
+        """Called once before training (e.g. to draw per-head class weights)."""
+
+    def batch(self, x: torch.Tensor, y: torch.Tensor, gen: torch.Generator):
+        """Training batch -> (inputs, target). `target` is whatever `loss` takes."""
+        return x, y
+
+    def loss(self, logits: torch.Tensor, target: Any) -> torch.Tensor:
+        raise NotImplementedError
+
+    def params_dict(self) -> dict:
+        return dataclasses.asdict(self.params)
+
+
+def create_method(name: str, overrides: dict | None = None) -> Method:
+    """Build a registered method, applying type-checked --set overrides."""
+    method = METHODS.get(name)()
+    if overrides:
+        method = type(method)(method.name, apply_overrides(method.params, overrides))
+    return method
+
+
+def method_params(name: str):
+    """Default hyper-parameter dataclass of a method (for routing --set keys)."""
+    return METHODS.get(name)().params

@@ -1,0 +1,14 @@
+"""SL1H: the single-head, single-loss baseline (plain cross-entropy)."""
+import torch.nn.functional as F
+
+from .base import METHODS, Method
+
+
+class CrossEntropy(Method):
+    def loss(self, logits, target):
+        return F.cross_entropy(logits[:, 0], target)
+
+
+@METHODS.register("sl1h", "one head, plain cross-entropy (paper baseline)")
+def sl1h() -> Method:
+    return CrossEntropy("sl1h")

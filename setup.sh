@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Create .venv and install mhml-bench (editable) with its test extras.
+# Idempotent: a second call only checks that everything is installed.
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+# torch/torchvision pinned to releases that install offline from this
+# workplace's local index; anywhere else pip fetches them from PyPI.
+.venv/bin/python -m pip install -q --disable-pip-version-check \
+    "torch==2.14.1" "torchvision==0.29.1" 2>&1 | grep -v '^WARNING: Location' || true
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,extra]" 2>&1 \
+    | grep -v '^WARNING: Location' || true
+.venv/bin/python -c "import bench.methods, bench.datasets, torch" \
+    || { echo "setup.sh: installation failed" >&2; exit 1; }
