@@ -1,4 +1,4 @@
-"""What the CLI subcommands do (kept apart from argument parsing)."""
+"""`bench list` and `bench run`."""
 from __future__ import annotations
 
 from tabulate import tabulate
@@ -8,6 +8,25 @@ from .backbones import BACKBONES
 from .config import PROFILES, TrainConfig, apply_overrides, field_types, get_profile, parse_set
 from .errors import BenchError, choices_error
 from .summary import summary_table
+
+
+def add_parser(sub) -> None:
+    sub.add_parser("list", help="list registered methods, datasets, backbones, profiles"
+                   ).set_defaults(func=lambda args: print(list_registries()) or 0)
+    p = sub.add_parser("run", help="train methods over seeds and print a summary")
+    p.add_argument("--method", default="sl1h", help="method name(s), comma separated")
+    p.add_argument("--dataset", default="digits")
+    p.add_argument("--backbone", default=None, help="default: the dataset's default backbone")
+    p.add_argument("--seeds", default="5", help="N (seeds 0..N-1), A-B, or a comma list")
+    p.add_argument("--profile", default="paper", help="paper | quick")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a training or method hyper-parameter (repeatable)")
+    p.add_argument("--results", default="results", help="run-record root")
+    p.add_argument("--data-root", default=None, help="where dataset files live")
+    p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if present)")
+    p.add_argument("--force", action="store_true", help="retrain finished seeds")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
 
 
 def registries():
