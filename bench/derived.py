@@ -1,0 +1,37 @@
+"""Derived rows computed from run records, no retraining:
+temperature scaling of any run and the deep ensemble of sl1h seeds."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .calibration import ensemble_probs, fit_temperature, scaled_probs
+from .errors import BenchError
+from .metrics import all_metrics
+from .store import load_predictions
+
+
+def temperature_scaled(path: Path) -> dict:
+    """One run record -> {"temperature", "val", "test"} metrics after TS."""
+    p = load_predictions(path)
+    t = fit_temperature(p["val_logits"], p["val_labels"])
+    return {
+        "temperature": t,
+        "val": all_metrics(scaled_probs(p["val_logits"], t), p["val_labels"]),
+        "test": all_metrics(scaled_probs(p["test_logits"], t), p["test_labels"]),
+    }
+
+
+def deep_ensemble(paths: list[Path]) -> dict:
+    """Records of one configuration over seeds -> {"members", "val", "test"}."""
+    preds = [load_predictions(p) for p in paths]
+    if not preds:
+        raise BenchError("deep ensemble needs at least one sl1h run record")
+    out = {"members": len(preds)}
+    for split in ("val", "test"):
+        labels = preds[0][f"{split}_labels"]
+        if any(not np.array_equal(labels, q[f"{split}_labels"]) for q in preds):
+            raise BenchError(f"ensemble members disagree on the {split} labels: {paths}")
+        out[split] = all_metrics(ensemble_probs([q[f"{split}_logits"] for q in preds]), labels)
+    return out
