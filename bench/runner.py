@@ -89,6 +89,7 @@ def record_metrics(result, bundle, n_params: int) -> dict:
         "train_seconds": result.train_seconds,
         "train_images_per_s": result.train_images_per_s,
         "steps": result.steps,
+        "infer_ms_per_image": result.infer_ms_per_image,
         "n_params": n_params,
     }
 
