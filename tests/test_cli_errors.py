@@ -1,0 +1,43 @@
+"""Every bad input gives a non-zero exit and ONE line naming the bad value."""
+import subprocess
+import sys
+
+import pytest
+
+from bench.cli import main
+
+CASES = [
+    (["--method", "nope"], "unknown method 'nope'; choose from: sl1h"),
+    (["--dataset", "nope"], "unknown dataset 'nope'; choose from: digits"),
+    (["--backbone", "nope"], "unknown backbone 'nope'; choose from: smallcnn"),
+    (["--profile", "nope"], "unknown profile 'nope'; choose from: paper, quick"),
+    (["--set", "nope=1"], "unknown --set key 'nope'; choose from:"),
+    (["--set", "lr=fast"], "--set lr=fast: expected float"),
+    (["--set", "cycles=1.5"], "--set cycles=1.5: expected int"),
+    (["--seeds", "0"], "--seeds 0: need at least one seed"),
+    (["--seeds", "x"], "--seeds x: expected N"),
+]
+
+
+@pytest.mark.parametrize("argv, message", CASES)
+def test_bad_run_input_is_one_line(argv, message, capsys, tmp_path):
+    code = main(["run", "--results", str(tmp_path), *argv])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert not any(tmp_path.iterdir())  # nothing was written
+
+
+def test_console_script_exit_code(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--method", "nope"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+
+
+def test_list_shows_every_registry(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for word in ("methods:", "datasets:", "backbones:", "profiles:", "sl1h", "digits",
+                 "smallcnn", "resnet18", "quick", "paper"):
+        assert word in out

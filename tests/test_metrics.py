@@ -1,0 +1,121 @@
+"""Metrics against independent computations: scikit-learn, torchmetrics,
+and hand-worked ECE cases."""
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import log_loss, roc_auc_score
+
+from bench import metrics as M
+
+
+def random_probs(n=500, k=6, seed=0, sharp=3.0):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)) * sharp
+    labels = rng.integers(0, k, size=n)
+    return M.softmax(logits).astype(np.float32), labels
+
+
+def test_accuracy_counts_argmax_hits():
+    probs = np.array([[0.9, 0.1], [0.4, 0.6], [0.7, 0.3]])
+    assert M.accuracy(probs, np.array([0, 0, 0])) == pytest.approx(2 / 3)
+
+
+def test_nll_matches_sklearn_log_loss():
+    probs, labels = random_probs()
+    p64 = probs.astype(np.float64)
+    p64 /= p64.sum(1, keepdims=True)
+    assert M.nll(p64, labels) == pytest.approx(log_loss(labels, p64, labels=range(6)), rel=1e-12)
+
+
+def test_nll_clips_zero_probability_like_sklearn():
+    probs = np.array([[1.0, 0.0], [0.5, 0.5]])
+    labels = np.array([1, 0])
+    assert M.nll(probs, labels) == pytest.approx(log_loss(labels, probs), rel=1e-12)
+    assert np.isfinite(M.nll(probs, labels))
+
+
+def test_auc_matches_sklearn_including_ties():
+    probs, labels = random_probs(k=5, seed=1)
+    probs = np.round(probs, 2)  # force ties
+    expected = roc_auc_score(labels, probs / probs.sum(1, keepdims=True), multi_class="ovr",
+                             average="macro")
+    ours = M.auc_ovr_macro(probs / probs.sum(1, keepdims=True), labels)
+    assert ours == pytest.approx(expected, abs=1e-12)
+
+
+def test_brier_by_hand():
+    probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    labels = np.array([0, 1])
+    expected = ((0.3 ** 2 + 0.2 ** 2 + 0.1 ** 2) + (0.1 ** 2 + 0.9 ** 2 + 0.8 ** 2)) / 2
+    assert M.brier(probs, labels) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("sharp", [0.5, 3.0, 30.0])
+def test_ece_matches_torchmetrics(seed, sharp):
+    tm = pytest.importorskip("torchmetrics.classification")
+    probs, labels = random_probs(seed=seed, sharp=sharp)
+    ref = tm.MulticlassCalibrationError(num_classes=6, n_bins=15, norm="l1")(
+        torch.from_numpy(probs), torch.from_numpy(labels))
+    assert M.ece(probs, labels) == pytest.approx(float(ref), abs=1e-6)
+
+
+def test_ece_with_many_exact_ones_matches_torchmetrics():
+    tm = pytest.importorskip("torchmetrics.classification")
+    logits = np.array([[40.0, 0, 0], [0, 40.0, 0], [1.0, 0.5, 0], [0, 0, 40.0]] * 10,
+                      dtype=np.float32)
+    probs = torch.softmax(torch.from_numpy(logits), 1).numpy()
+    labels = np.array([0, 2, 0, 2] * 10)
+    assert (probs.max(1) == 1.0).sum() == 30  # float32 softmax saturates
+    ref = tm.MulticlassCalibrationError(num_classes=3, n_bins=15, norm="l1")(
+        torch.from_numpy(probs), torch.from_numpy(labels))
+    assert M.ece(probs, labels) == pytest.approx(float(ref), abs=1e-7)
+
+
+def test_ece_hand_worked_bin_edge_and_exact_one():
+    # Three samples, float64, confidences 0.2 (= 3/15, a bin edge), 0.5, 1.0.
+    # Bins are [k/15, (k+1)/15): 0.2 falls in bin 3 only if the edge equals it;
+    # 1.0 is in a bin of its own. Each bin has one sample, so
+    # ECE = (|a1 - 0.2| + |a2 - 0.5| + |a3 - 1.0|) / 3.
+    probs = np.array([
+        [0.2, 0.2, 0.2, 0.2, 0.2],            # top label 0, wrong (label 1)
+        [0.5, 0.3, 0.2, 0.0, 0.0],            # top label 0, right
+        [1.0, 0.0, 0.0, 0.0, 0.0],            # top label 0, wrong (label 2)
+    ])
+    labels = np.array([1, 0, 2])
+    expected = (abs(0 - 0.2) + abs(1 - 0.5) + abs(0 - 1.0)) / 3
+    assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-12)
+    acc, conf, share = M.ece_bins(probs, labels)
+    assert share[15] == pytest.approx(1 / 3) and conf[15] == 1.0  # the 1.0 bin
+    assert share[7] == pytest.approx(1 / 3)  # 0.5 is in [7/15, 8/15)
+
+
+def test_ece_bin_edge_grouping():
+    # Two samples at exactly 2/15 and one just below must not share a bin:
+    # edge inclusion decides the answer, so this fails if bins were (a, b].
+    edge = float(torch.linspace(0, 1, 16, dtype=torch.float64)[2])
+    below = np.nextafter(edge, 0)
+    k = 8  # enough classes that a top prob of ~0.133 is possible
+
+    def row(top):
+        rest = (1 - top) / (k - 1)
+        return [top] + [rest] * (k - 1)
+
+    probs = np.array([row(edge), row(edge), row(below)])
+    labels = np.array([0, 1, 0])  # accuracies 1, 0, 1
+    # bin 2 holds the two edge samples (acc 1/2, conf edge), bin 1 holds `below`
+    expected = (2 * abs(0.5 - edge) + abs(1 - below)) / 3
+    assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-12)
+
+
+def test_calibration_gap_sign():
+    probs = np.array([[0.6, 0.4], [0.6, 0.4]])
+    assert M.calibration_gap(probs, np.array([0, 0])) == pytest.approx(-0.4)  # under-confident
+    assert M.calibration_gap(probs, np.array([1, 1])) == pytest.approx(0.6)  # over-confident
+
+
+def test_head_probs_is_mean_of_head_softmaxes():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(4, 3, 5)).astype(np.float32)
+    expected = torch.softmax(torch.from_numpy(logits), -1).mean(1).numpy()
+    np.testing.assert_allclose(M.head_probs(logits), expected, rtol=1e-6)

@@ -1,0 +1,104 @@
+"""Run records: atomic writes, skip on rerun, survive SIGKILL."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import store
+from bench.cli import main
+
+TINY = ["--profile", "quick", "--set", "cycles=1", "--set", "image_size=16", "--no-progress"]
+
+
+def seed_dirs(root: Path) -> dict[str, Path]:
+    return {p.name: p for p in root.glob("digits/smallcnn/sl1h/*/seed*")}
+
+
+def test_record_layout_and_contents(tmp_path, capsys):
+    assert main(["run", "--seeds", "1", "--results", str(tmp_path), *TINY,
+                 "--set", "epochs_per_cycle=1"]) == 0
+    (path,) = seed_dirs(tmp_path).values()
+    config = json.loads((path / "config.json").read_text())
+    metrics = json.loads((path / "metrics.json").read_text())
+    assert config["seed"] == 0 and config["method"] == "sl1h" and config["train"]["lr"] == 0.01
+    assert path.parent.name == config["config_hash"]
+    assert {"commit", "dirty"} <= set(config["provenance"]["git"])
+    assert config["provenance"]["versions"]["torch"]
+    assert metrics["status"] == "done" and 0 <= metrics["test"]["acc"] <= 1
+    assert metrics["best_cycle"] == 1 and metrics["train_seconds"] > 0
+    preds = store.load_predictions(path)
+    assert preds["test_logits"].shape == (360, 1, 10) and preds["val_labels"].shape == (360,)
+    out = capsys.readouterr().out
+    assert "ACC (x100)" in out and "1 trained, 0 already done" in out
+
+
+def test_rerun_skips_and_force_retrains(tmp_path, capsys):
+    args = ["run", "--seeds", "1", "--results", str(tmp_path), *TINY, "--set", "epochs_per_cycle=1"]
+    main(args)
+    (path,) = seed_dirs(tmp_path).values()
+    first = (path / "metrics.json").stat().st_mtime_ns
+    main(args)
+    assert (path / "metrics.json").stat().st_mtime_ns == first
+    assert "0 trained, 1 already done" in capsys.readouterr().out
+    main(args + ["--force"])
+    assert (path / "metrics.json").stat().st_mtime_ns != first
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no leftovers
+
+
+def test_changed_setting_gives_a_new_record(tmp_path):
+    base = ["run", "--seeds", "1", "--results", str(tmp_path), *TINY, "--set", "epochs_per_cycle=1"]
+    main(base)
+    main(base + ["--set", "lr=0.02"])
+    assert len(list(tmp_path.glob("digits/smallcnn/sl1h/*/seed0"))) == 2
+
+
+def test_failed_write_leaves_old_record_intact(tmp_path, monkeypatch):
+    path = tmp_path / "rec"
+    store.write_record(path, {"a": 1}, {"x": 1}, {"v": np.zeros(2)})
+    real = store._write_json
+
+    def fail_on_metrics(p, obj):
+        if p.name == "metrics.json":
+            raise OSError("disk full")
+        real(p, obj)
+
+    monkeypatch.setattr(store, "_write_json", fail_on_metrics)
+    with pytest.raises(OSError, match="disk full"):
+        store.write_record(path, {"a": 2}, {"x": 2}, {"v": np.ones(2)})
+    assert json.loads((path / "config.json").read_text()) == {"a": 1}
+    assert store.is_complete(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec"]  # temp dir removed
+
+
+def test_hidden_partial_record_is_not_complete(tmp_path):
+    rec = tmp_path / "d" / "b" / "m" / "h" / ".seed0.tmp-1-abc"
+    rec.mkdir(parents=True)
+    (rec / "metrics.json").write_text('{"status": "done"}')
+    assert store.iter_records(tmp_path) == []
+    assert not store.is_complete(rec.parent / "seed0")
+
+
+def test_sigkill_mid_run_then_rerun_trains_only_missing(tmp_path):
+    args = [sys.executable, "-m", "bench.cli", "run", "--seeds", "3", "--results",
+            str(tmp_path), *TINY, "--set", "epochs_per_cycle=3", "--set", "image_size=8"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 600
+    while time.time() < deadline and "seed0" not in seed_dirs(tmp_path):
+        time.sleep(0.05)
+    time.sleep(0.5)  # now inside seed 1's training
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = {n for n, p in seed_dirs(tmp_path).items() if store.is_complete(p)}
+    assert done == {"seed0"}, "only the finished seed may look complete"
+    assert set(seed_dirs(tmp_path)) == {"seed0"}  # nothing half-written under a real name
+    rerun = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "2 trained, 1 already done" in rerun.stdout
+    assert {n for n, p in seed_dirs(tmp_path).items() if store.is_complete(p)} == \
+        {"seed0", "seed1", "seed2"}

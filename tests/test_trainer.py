@@ -1,0 +1,73 @@
+"""The paper's training loop: schedule, batching, determinism, divergence."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from bench.backbones import build_model
+from bench.config import PROFILES
+from bench.datasets import load_dataset
+from bench.methods import create_method
+from bench.trainer import NonFiniteLoss, cosine_lr, epoch_batches, steps_per_epoch, train
+
+
+def test_cosine_lr_matches_torch_warm_restarts():
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([param], lr=0.01)
+    sched = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=7, eta_min=0.001)
+    for step in range(30):  # > 4 cycles, so restarts are covered
+        assert cosine_lr(step, 7, 0.01, 0.001) == pytest.approx(opt.param_groups[0]["lr"],
+                                                                rel=1e-9, abs=1e-12)
+        opt.step()
+        sched.step()
+
+
+@pytest.mark.parametrize("n, bs", [(17, 8), (16, 8), (9, 8), (1, 8), (25, 4)])
+def test_epoch_batches_cover_the_data_once(n, bs):
+    batches = epoch_batches(n, bs, torch.Generator().manual_seed(0))
+    seen = torch.cat(batches).tolist()
+    assert len(seen) == len(set(seen))  # no repeats
+    assert len(batches) == steps_per_epoch(n, bs)
+    # only a trailing single image may be dropped (BatchNorm cannot use it)
+    assert len(seen) == n - (1 if n % bs == 1 and n > 1 else 0)
+
+
+@pytest.fixture(scope="module")
+def tiny_digits():
+    bundle = load_dataset("digits", image_size=12)
+    # a small subset keeps the run to about a second
+    for name, n in (("train", 96), ("val", 60), ("test", 60)):
+        split = bundle.split(name)
+        split.images, split.labels = split.images[:n], split.labels[:n]
+    return bundle
+
+
+def _train(bundle, seed, **changes):
+    cfg = dataclasses.replace(PROFILES["quick"], cycles=2, epochs_per_cycle=1, **changes)
+    method = create_method("sl1h")
+    torch.manual_seed(seed)
+    model, _ = build_model("smallcnn", bundle.image_size, 1, bundle.num_classes)
+    return train(model, method, cfg, bundle, seed, progress=False)
+
+
+def test_same_seed_gives_identical_results(tiny_digits):
+    a, b = _train(tiny_digits, 3), _train(tiny_digits, 3)
+    np.testing.assert_array_equal(a.test_logits, b.test_logits)
+    np.testing.assert_array_equal(a.val_logits, b.val_logits)
+    assert a.cycle_val_auc == b.cycle_val_auc
+    c = _train(tiny_digits, 4)
+    assert not np.array_equal(a.test_logits, c.test_logits)
+
+
+def test_result_shapes_and_best_cycle(tiny_digits):
+    res = _train(tiny_digits, 0)
+    assert res.test_logits.shape == (60, 1, 10) and res.val_logits.shape == (60, 1, 10)
+    assert len(res.cycle_val_auc) == 2
+    assert res.best_cycle == 1 + int(np.argmax(res.cycle_val_auc))
+    assert res.steps == 2 * steps_per_epoch(96, 8)
+
+
+def test_divergence_is_a_clear_error(tiny_digits):
+    with pytest.raises(NonFiniteLoss, match=r"non-finite loss .* step \d+"):
+        _train(tiny_digits, 0, lr=1e12)
