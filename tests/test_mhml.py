@@ -169,3 +169,10 @@ def test_mh_loss_recorded_in_run_config_and_hash():
     for v, exp in exps.items():
         assert exp.payload()["method_params"] == {"heads": 4, "mh_loss": v}
     assert exps["paper"].chash != exps["released"].chash
+
+
+@pytest.mark.parametrize("mh_loss", ["paper", "released"])
+def test_both_losses_pass_finite_difference_gradcheck(mh_loss):
+    method = ready("mhml", heads=3, mh_loss=mh_loss)
+    z, y = rand_logits(3, seed=50, b=4)
+    assert torch.autograd.gradcheck(lambda t: method.loss(t, y), (z,))
