@@ -54,4 +54,5 @@ def summary_rows(groups) -> list[list]:
 def summary_table(groups) -> str:
     headers = (["method", "backbone", "seeds"] + [f"{title} (x100)" for _, title in COLUMNS]
                + ["T"])
-    return tabulate(summary_rows(groups), headers=headers, tablefmt="github")
+    # numparse off: "0.230" must keep its digits
+    return tabulate(summary_rows(groups), headers=headers, tablefmt="github", disable_numparse=True)
