@@ -7,8 +7,6 @@ averages the head *logits*, then divides by T.
 from __future__ import annotations
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from .metrics import head_probs, softmax
 
@@ -18,30 +16,40 @@ def mean_head_logits(logits: np.ndarray) -> np.ndarray:
     return np.asarray(logits, dtype=np.float64).mean(axis=1)
 
 
+# log T is searched in [-10, 10] (T from 4.5e-5 to 22,026): the optimum can be
+# at T -> 0 (separable validation set) or T -> inf (labels unrelated to logits).
+LOG_T_BOUNDS = (-10.0, 10.0)
+
+
+def _nll_and_grad(log_t: np.ndarray, z: np.ndarray, labels: np.ndarray):
+    """NLL(softmax(z / T)) and its derivative in log T (d(z/T)/d log T = -z/T)."""
+    s = z / np.exp(log_t[0])
+    s = s - s.max(axis=1, keepdims=True)
+    logp = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
+    rows = np.arange(len(labels))
+    p_minus_y = np.exp(logp)
+    p_minus_y[rows, labels] -= 1.0
+    grad = -np.sum(p_minus_y * s) / len(labels)  # shift-invariant: sum_k (p - y)_k = 0
+    return -logp[rows, labels].mean(), np.array([grad])
+
+
 def fit_temperature(logits: np.ndarray, labels: np.ndarray, max_iter: int = 200) -> float:
     """T minimising NLL(softmax(z / T)) on [N, M, K] or [N, K] logits.
 
-    Optimised over log T with L-BFGS (keeps T > 0). If the optimum is worse
-    than T = 1 (non-convergence), T = 1 is returned, so validation NLL never
-    goes up.
+    L-BFGS on log T (keeps T > 0) with the exact gradient, in float64 numpy
+    (scipy's L-BFGS-B: torch.optim would import torch._dynamo, seconds per
+    process). If the optimum is worse than T = 1 (non-convergence), T = 1 is
+    returned, so validation NLL never goes up.
     """
-    z = torch.as_tensor(mean_head_logits(logits) if np.ndim(logits) == 3 else logits,
-                        dtype=torch.float64)
-    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
-    log_t = torch.zeros((), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([log_t], lr=0.5, max_iter=max_iter, line_search_fn="strong_wolfe")
+    from scipy.optimize import minimize
 
-    def closure():
-        opt.zero_grad()
-        loss = F.cross_entropy(z / log_t.exp(), y)
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    t = float(log_t.detach().exp())
-    with torch.no_grad():
-        if not np.isfinite(t) or F.cross_entropy(z / t, y) > F.cross_entropy(z, y):
-            return 1.0
+    z = mean_head_logits(logits) if np.ndim(logits) == 3 else np.asarray(logits, np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    res = minimize(_nll_and_grad, np.zeros(1), args=(z, y), jac=True, method="L-BFGS-B",
+                   bounds=[LOG_T_BOUNDS], options={"maxiter": max_iter})
+    t = float(np.exp(res.x[0]))
+    if not np.isfinite(res.fun) or res.fun > _nll_and_grad(np.zeros(1), z, y)[0]:
+        return 1.0
     return t
 
 

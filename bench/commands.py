@@ -102,6 +102,8 @@ def run(args) -> int:
 
     seeds, methods, cfg = resolve_run(args)
     bundle = load_dataset(args.dataset, args.data_root, image_size=cfg.image_size)
+    for method in methods:  # e.g. more heads than classes: one line, before any training
+        method.check(bundle.num_classes)
     backbone = args.backbone or bundle.default_backbone
     BACKBONES.get(backbone)
     device = args.device or default_device()

@@ -35,3 +35,24 @@ def deep_ensemble(paths: list[Path]) -> dict:
             raise BenchError(f"ensemble members disagree on the {split} labels: {paths}")
         out[split] = all_metrics(ensemble_probs([q[f"{split}_logits"] for q in preds]), labels)
     return out
+
+
+# The deep ensemble is built from the seeds of this method (the paper's D-Ens).
+ENSEMBLE_OF = "sl1h"
+DENS = "dens"
+
+
+def derived_rows(method: str, paths: list[Path]) -> dict[str, list[dict]]:
+    """Derived rows of one group of seeds (one method, one config), for the
+    summary and the report code: {row name: per-run test metrics}.
+
+    `<method>+ts` has one entry per seed (with its fitted "temperature");
+    `dens` (only for sl1h groups) has a single entry, the ensemble of all seeds,
+    with "members" = number of seeds, as the paper (no std).
+    """
+    rows = {f"{method}+ts": [{**r["test"], "temperature": r["temperature"]}
+                             for r in map(temperature_scaled, paths)]}
+    if method == ENSEMBLE_OF and paths:
+        ens = deep_ensemble(paths)
+        rows[DENS] = [{**ens["test"], "members": ens["members"]}]
+    return rows

@@ -1,3 +1,14 @@
 """Training methods, one file each, registered by explicit import."""
 from .base import METHODS, Method, create_method, method_params  # noqa: F401
-from . import sl1h  # noqa: F401
+from . import sl1h, ls, mbls, mixup, dca, mhml, focal  # noqa: F401
+
+# `--method all`, in the paper's table order, then the released code's extra
+# baselines. `mhml` (any M) is left out: with its default M = 4 it is 4hml.
+PAPER_ORDER = ("sl1h", "ls", "mbls", "mixup", "dca", "2hsl", "2hml", "4hml", "focal", "flsd53")
+
+
+def training_methods() -> list[str]:
+    """Names `bench run --method all` trains: every registered training method,
+    paper order first, any later registration (a new plugin) appended."""
+    extra = [n for n in METHODS.names() if n not in PAPER_ORDER and n != "mhml"]
+    return [n for n in PAPER_ORDER if n in METHODS] + extra

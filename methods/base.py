@@ -37,6 +37,10 @@ class Method:
     def heads(self) -> int:
         return 1
 
+    def check(self, num_classes: int) -> None:
+        """Raise a one-line BenchError if this method cannot train on K classes
+        (e.g. more heads than classes). Called before any training starts."""
+
     def setup(self, num_classes: int, seed: int) -> None:
         """Called once before training (e.g. to draw per-head class weights)."""
 

@@ -1,0 +1,41 @@
+"""DCA: difference between confidence and accuracy (Liang et al. 2020), one head.
+
+loss = CE(z, y) + beta * |mean_n max_k p_nk - mean_n [argmax_k p_nk == y_n]|.
+Accuracy is piecewise constant, so the gradient flows through the confidences.
+"""
+from dataclasses import dataclass
+
+import torch.nn.functional as F
+
+from bench.errors import BenchError
+
+from .base import METHODS, Method
+
+
+@dataclass(frozen=True)
+class DCAParams:
+    beta: float = 5.0  # DESIGN §1 methods table; the CE term has weight 1
+
+
+def dca_penalty(z, y):
+    """|mean confidence - batch accuracy| on [B, K] logits."""
+    conf, pred = F.softmax(z, dim=1).max(dim=1)
+    return (conf.mean() - pred.eq(y).float().mean()).abs()
+
+
+class DCA(Method):
+    Params = DCAParams
+
+    def __init__(self, name, params=None):
+        super().__init__(name, params)
+        if self.params.beta < 0:
+            raise BenchError(f"dca: beta={self.params.beta} must be >= 0")
+
+    def loss(self, logits, target):
+        z = logits[:, 0]
+        return F.cross_entropy(z, target) + self.params.beta * dca_penalty(z, target)
+
+
+@METHODS.register("dca", "CE + 5 x |mean confidence - batch accuracy|")
+def dca() -> Method:
+    return DCA("dca")

@@ -1,0 +1,75 @@
+"""Focal loss (Lin et al. 2017) and adaptive focal loss FLSD-53 (Mukhoti et
+al. 2020), one head; extra baselines the released code also had.
+
+FL = mean_n -(1 - p_y)^gamma log p_y. FLSD-53 picks gamma per sample:
+5 when p_y < 0.2, else 3 (chosen on detached p_y, as Mukhoti et al.).
+"""
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from bench.errors import BenchError
+
+from .base import METHODS, Method
+
+
+@dataclass(frozen=True)
+class FocalParams:
+    gamma: float = 3.0  # focal exponent (released code's FL baseline)
+
+
+@dataclass(frozen=True)
+class AdaptiveFocalParams:
+    gamma_low: float = 5.0  # used when p_y < threshold (FLSD-53: 5 ...
+    gamma_high: float = 3.0  # ... else 3), Mukhoti et al. 2020 §5
+    threshold: float = 0.2
+
+
+def focal_loss(z, y, gamma):
+    """mean_n -(1 - p_y)^gamma log p_y; gamma a float or a [B] tensor."""
+    logp = F.log_softmax(z, dim=1).gather(1, y[:, None]).squeeze(1)
+    return (-(1 - logp.exp()).pow(gamma) * logp).mean()
+
+
+class Focal(Method):
+    Params = FocalParams
+
+    def __init__(self, name, params=None):
+        super().__init__(name, params)
+        if self.params.gamma < 0:
+            raise BenchError(f"focal: gamma={self.params.gamma} must be >= 0")
+
+    def loss(self, logits, target):
+        return focal_loss(logits[:, 0], target, self.params.gamma)
+
+
+class AdaptiveFocal(Method):
+    Params = AdaptiveFocalParams
+
+    def __init__(self, name, params=None):
+        super().__init__(name, params)
+        p = self.params
+        if min(p.gamma_low, p.gamma_high) < 0 or not 0 <= p.threshold <= 1:
+            raise BenchError(f"flsd53: gammas ({p.gamma_low}, {p.gamma_high}) must be >= 0 "
+                             f"and threshold={p.threshold} in [0, 1]")
+
+    def gammas(self, z, y):
+        with torch.no_grad():
+            p_y = F.softmax(z, dim=1).gather(1, y[:, None]).squeeze(1)
+        p = self.params
+        return torch.where(p_y < p.threshold, p.gamma_low, p.gamma_high).to(z.dtype)
+
+    def loss(self, logits, target):
+        z = logits[:, 0]
+        return focal_loss(z, target, self.gammas(z, target))
+
+
+@METHODS.register("focal", "focal loss, gamma 3 (extra baseline of the released code)")
+def focal() -> Method:
+    return Focal("focal")
+
+
+@METHODS.register("flsd53", "adaptive focal loss FLSD-53: gamma 5 if p_y < 0.2 else 3")
+def flsd53() -> Method:
+    return AdaptiveFocal("flsd53")

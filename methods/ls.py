@@ -1,0 +1,34 @@
+"""LS: label smoothing (Mueller et al. 2019), one head.
+
+Target q = (1 - eps) * onehot(y) + eps / K; loss = mean_n -sum_k q_k log p_k,
+i.e. PyTorch's `label_smoothing` argument.
+"""
+from dataclasses import dataclass
+
+import torch.nn.functional as F
+
+from bench.errors import BenchError
+
+from .base import METHODS, Method
+
+
+@dataclass(frozen=True)
+class LSParams:
+    epsilon: float = 0.05  # DESIGN §1 methods table (paper's runs; released code default 0.1)
+
+
+class LabelSmoothing(Method):
+    Params = LSParams
+
+    def __init__(self, name, params=None):
+        super().__init__(name, params)
+        if not 0.0 <= self.params.epsilon <= 1.0:
+            raise BenchError(f"ls: epsilon={self.params.epsilon} must be in [0, 1]")
+
+    def loss(self, logits, target):
+        return F.cross_entropy(logits[:, 0], target, label_smoothing=self.params.epsilon)
+
+
+@METHODS.register("ls", "label smoothing, epsilon 0.05")
+def ls() -> Method:
+    return LabelSmoothing("ls")

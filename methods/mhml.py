@@ -1,0 +1,163 @@
+"""Multi-head models (Galdran et al. 2023): 2HSL, 2HML, 4HML and MHML for any M.
+
+M linear heads on one backbone; prediction p^mu = (1/M) sum_m softmax(z^m).
+Training loss, `mh_loss`:
+  paper    (eq. 2)  CE(p^mu, y) + sum_m mean_n w^m_{y_n} * CE(p^m_n, y_n)
+  released (authors' code)  [CE(softmax(mean_m z^m), y)
+                             + sum_m F.cross_entropy(z^m, y, weight=w^m)] / (M + 1)
+where F.cross_entropy with weights is PyTorch's weighted mean
+sum_n w_{y_n} l_n / sum_n w_{y_n}.
+Weights (DESIGN §1): classes shuffled with the run seed and array_split into M
+groups; head m weighs its own group M and every other class 1/M. Single-loss
+variants (`Nhsl`) use weight 1 everywhere.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bench.errors import BenchError, choices_error
+
+from .base import METHODS, Method
+
+# `3hml`, `8hml`, `3hsl`: a fixed number of heads in the name.
+PATTERN = re.compile(r"(\d+)h(ml|sl)")
+
+
+@dataclass(frozen=True)
+class MultiHeadParams:
+    heads: int = 4  # M; 4 heads is the paper's best model (4HML, Tables 1-2)
+    mh_loss: str = "paper"  # "paper" (eq. 2) | "released" (authors' code), DESIGN §1
+
+
+# ------------------------------------------------------------------ weights --
+def class_weights(num_classes: int, heads: int, seed: int, multi_loss: bool = True) -> np.ndarray:
+    """[M, K] per-head class weights (paper §2.2; K=4, M=2 -> [2, .5, 2, .5] up to a shuffle)."""
+    if not multi_loss:
+        return np.ones((heads, num_classes))
+    groups = np.array_split(np.random.default_rng(seed).permutation(num_classes), heads)
+    weights = np.full((heads, num_classes), 1.0 / heads)
+    for m, group in enumerate(groups):
+        weights[m, group] = float(heads)
+    return weights
+
+
+# ------------------------------------------------------------------- losses --
+def mean_prob_ce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """mean_n -log p^mu_{y_n} with p^mu the mean of head softmaxes ([B, M, K] logits)."""
+    logp = F.log_softmax(logits, dim=-1)
+    log_mu = torch.logsumexp(logp, dim=1) - math.log(logits.shape[1])  # stable log-mean-exp
+    return F.nll_loss(log_mu, y)
+
+
+def weighted_head_ce(z: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Paper's wCE of one head: mean_n -w_{y_n} log p_{y_n} ([B, K] logits, [K] weights)."""
+    logp_y = F.log_softmax(z, dim=-1).gather(1, y[:, None]).squeeze(1)
+    return -(w[y] * logp_y).mean()
+
+
+def paper_loss(logits, y, weights):
+    """Eq. 2: CE(p^mu, y) + sum_m wCE_m(p^m, y)."""
+    heads = sum(weighted_head_ce(logits[:, m], y, weights[m]) for m in range(logits.shape[1]))
+    return mean_prob_ce(logits, y) + heads
+
+
+def released_loss(logits, y, weights):
+    """Released code: CE on the mean of logits, PyTorch weighted-mean CE per head, / (M+1)."""
+    m_heads = logits.shape[1]
+    heads = sum(F.cross_entropy(logits[:, m], y, weight=weights[m]) for m in range(m_heads))
+    return (F.cross_entropy(logits.mean(dim=1), y) + heads) / (m_heads + 1)
+
+
+MH_LOSSES = {"paper": paper_loss, "released": released_loss}
+
+
+# ------------------------------------------------------------------- method --
+class MultiHead(Method):
+    """M heads with per-head weighted CE (multi-loss) or plain CE (single-loss)."""
+
+    Params = MultiHeadParams
+    multi_loss = True
+
+    def __init__(self, name, params=None):
+        super().__init__(name, params)
+        self.weights = None
+        p = self.params
+        if p.heads < 1:
+            raise BenchError(f"{name}: heads={p.heads} must be >= 1")
+        if p.mh_loss not in MH_LOSSES:
+            raise choices_error(f"{name} mh_loss", p.mh_loss, MH_LOSSES)
+        fixed = PATTERN.fullmatch(name)
+        if fixed and int(fixed.group(1)) != p.heads:
+            raise BenchError(f"{name} has {fixed.group(1)} heads, not heads={p.heads}; "
+                             f"use --method {p.heads}h{fixed.group(2)} or mhml --set heads=M")
+
+    @property
+    def heads(self) -> int:
+        return self.params.heads
+
+    def check(self, num_classes: int) -> None:
+        # Multi-loss heads specialise on disjoint class groups: M <= K (paper §2.2).
+        if self.multi_loss and self.heads > num_classes:
+            raise BenchError(f"{self.name}: {self.heads} heads need at least {self.heads} "
+                             f"classes, the dataset has {num_classes}; use at most "
+                             f"{num_classes} heads")
+
+    def setup(self, num_classes: int, seed: int) -> None:
+        self.check(num_classes)
+        self.weights = torch.as_tensor(
+            class_weights(num_classes, self.heads, seed, self.multi_loss), dtype=torch.float32)
+
+    def loss(self, logits, target):
+        if self.weights is None:
+            raise RuntimeError(f"{self.name}: call setup(num_classes, seed) before loss()")
+        weights = self.weights.to(device=logits.device, dtype=logits.dtype)
+        return MH_LOSSES[self.params.mh_loss](logits, target, weights)
+
+
+class MultiHeadSingleLoss(MultiHead):
+    """Every head on plain CE (weights 1): the paper's 2HSL ablation."""
+
+    multi_loss = False
+
+
+def multi_head(name: str = "mhml", heads: int = 4, single_loss: bool = False) -> Method:
+    cls = MultiHeadSingleLoss if single_loss else MultiHead
+    return cls(name, MultiHeadParams(heads=heads))
+
+
+@METHODS.register("2hsl", "2 heads, every head plain CE (weights 1)")
+def hsl2() -> Method:
+    return multi_head("2hsl", 2, single_loss=True)
+
+
+@METHODS.register("2hml", "2 heads, multi-loss class weights")
+def hml2() -> Method:
+    return multi_head("2hml", 2)
+
+
+@METHODS.register("4hml", "4 heads, multi-loss class weights (paper's best)")
+def hml4() -> Method:
+    return multi_head("4hml", 4)
+
+
+@METHODS.register("mhml", "M heads, multi-loss: --set heads=M, or names like 3hml, 8hml (3hsl)")
+def mhml() -> Method:
+    return multi_head("mhml", 4)
+
+
+def _resolve(name: str):
+    """'8hml' -> multi_head(name='8hml', heads=8); '3hsl' -> single-loss, 3 heads."""
+    hit = PATTERN.fullmatch(name)
+    if hit is None:
+        return None
+    return multi_head, {"name": name, "heads": int(hit.group(1)),
+                        "single_loss": hit.group(2) == "sl"}
+
+
+METHODS.add_resolver(_resolve)

@@ -1,0 +1,54 @@
+"""MixUp (Zhang et al. 2018; for calibration Thulasidasan et al. 2019), one head.
+
+lam ~ Beta(alpha, alpha), x' = lam x + (1 - lam) x[perm]; the loss is the
+convex mix of the two CE terms: lam CE(z, y) + (1 - lam) CE(z, y[perm]).
+alpha = 0 means no mixing (lam = 1), as in the released code.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bench.errors import BenchError
+
+from .base import METHODS, Method
+
+
+@dataclass(frozen=True)
+class MixupParams:
+    alpha: float = 0.2  # Beta(0.2, 0.2), DESIGN §1 methods table (released code default 0.4)
+
+
+def draw_lambda(alpha: float, gen: torch.Generator) -> float:
+    """One Beta(alpha, alpha) draw, reproducible from the trainer's generator."""
+    if alpha == 0:
+        return 1.0
+    # numpy has the Beta sampler; seed it from the torch generator so the
+    # whole run stays a function of the run seed.
+    seed = int(torch.randint(0, 2**62, (1,), generator=gen))
+    return float(np.random.default_rng(seed).beta(alpha, alpha))
+
+
+class Mixup(Method):
+    Params = MixupParams
+
+    def __init__(self, name, params=None):
+        super().__init__(name, params)
+        if self.params.alpha < 0:
+            raise BenchError(f"mixup: alpha={self.params.alpha} must be >= 0 (0 = no mixing)")
+
+    def batch(self, x, y, gen):
+        lam = draw_lambda(self.params.alpha, gen)
+        perm = torch.randperm(len(y), generator=gen).to(y.device)
+        return lam * x + (1 - lam) * x[perm], (y, y[perm], lam)
+
+    def loss(self, logits, target):
+        y_a, y_b, lam = target
+        z = logits[:, 0]
+        return lam * F.cross_entropy(z, y_a) + (1 - lam) * F.cross_entropy(z, y_b)
+
+
+@METHODS.register("mixup", "mixup, Beta(0.2, 0.2), convex mix of the two CE terms")
+def mixup() -> Method:
+    return Mixup("mixup")

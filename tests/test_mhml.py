@@ -1,0 +1,178 @@
+"""Multi-head multi-loss: closed-form gradients of DESIGN §1 against autograd,
+the released-code variant against an independent numpy computation, the
+class-weight scheme, name resolution and the M > K error."""
+import numpy as np
+import pytest
+import torch
+
+from bench.errors import BenchError
+from bench.methods import create_method
+from bench.methods.mhml import class_weights, mean_prob_ce, weighted_head_ce
+
+K, B = 9, 12
+pytestmark = pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad")
+
+
+def rand_logits(m, seed=0, b=B, k=K):
+    g = torch.Generator().manual_seed(seed)
+    z = (2.5 * torch.randn(b, m, k, generator=g, dtype=torch.float64)).requires_grad_()
+    return z, torch.randint(0, k, (b,), generator=g)
+
+
+def softmax_np(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def ready(name, k=K, seed=0, **overrides):
+    method = create_method(name, {k_: str(v) for k_, v in overrides.items()})
+    method.setup(k, seed)
+    return method
+
+
+@pytest.mark.parametrize("heads", [1, 2, 4, 7])
+def test_ce_of_mean_prob_gradient_closed_form(heads):
+    """d CE(p^mu, y) / d z^m = (p^m_y / sum_i p^i_y) (p^m - onehot(y))  (appendix)."""
+    z, y = rand_logits(heads, seed=heads)
+    (grad,) = torch.autograd.grad(mean_prob_ce(z, y), z)
+    p = softmax_np(z.detach().numpy())  # [B, M, K]
+    p_y = p[np.arange(B), :, y.numpy()]  # [B, M]
+    share = p_y / p_y.sum(1, keepdims=True)
+    expected = share[:, :, None] * (p - np.eye(K)[y.numpy()][:, None]) / B  # batch mean
+    np.testing.assert_allclose(grad.numpy(), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 4, 7])
+def test_weighted_head_ce_gradient_closed_form(heads):
+    """d wCE_m / d z^m = w^m_y (p^m - onehot(y)); other heads get no gradient."""
+    z, y = rand_logits(heads, seed=10 + heads)
+    w = torch.as_tensor(class_weights(K, heads, seed=3))
+    p = softmax_np(z.detach().numpy())
+    for m in range(heads):
+        (grad,) = torch.autograd.grad(weighted_head_ce(z[:, m], y, w[m]), z)
+        expected = np.zeros_like(p)
+        wy = w[m].numpy()[y.numpy()][:, None]
+        expected[:, m] = wy * (p[:, m] - np.eye(K)[y.numpy()]) / B
+        np.testing.assert_allclose(grad.numpy(), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 4, 7])
+def test_paper_loss_total_gradient(heads):
+    """Property 2 with the appendix's p^m: (w^m_y + p^m_y / sum_i p^i_y)(p^m - y)."""
+    method = ready("mhml", heads=heads, seed=5)
+    z, y = rand_logits(heads, seed=20 + heads)
+    (grad,) = torch.autograd.grad(method.loss(z, y), z)
+    p = softmax_np(z.detach().numpy())
+    yy = y.numpy()
+    p_y = p[np.arange(B), :, yy]
+    w_y = method.weights.numpy()[:, yy].T  # [B, M]
+    factor = w_y + p_y / p_y.sum(1, keepdims=True)
+    expected = factor[:, :, None] * (p - np.eye(K)[yy][:, None]) / B
+    np.testing.assert_allclose(grad.numpy(), expected, atol=1e-6)  # weights are float32
+
+
+@pytest.mark.parametrize("heads", [2, 4])
+def test_paper_loss_value(heads):
+    method = ready("mhml", heads=heads)
+    z, y = rand_logits(heads, seed=30)
+    p, yy, w = softmax_np(z.detach().numpy()), y.numpy(), method.weights.numpy()
+    ce_mu = -np.log(p.mean(1)[np.arange(B), yy]).mean()
+    wce = sum(-(w[m, yy] * np.log(p[np.arange(B), m, yy])).mean() for m in range(heads))
+    assert float(method.loss(z, y)) == pytest.approx(ce_mu + wce, rel=1e-6)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 4])
+def test_released_loss_value(heads):
+    """CE(softmax(mean logits)) + PyTorch weighted-mean CE per head, all / (M+1)."""
+    method = ready("mhml", heads=heads, mh_loss="released")
+    z, y = rand_logits(heads, seed=40)
+    zz, yy, w = z.detach().numpy(), y.numpy(), method.weights.numpy()
+    rows = np.arange(B)
+    ce_mean_logits = -np.log(softmax_np(zz.mean(1))[rows, yy]).mean()
+    per_head = [(w[m, yy] * -np.log(softmax_np(zz[:, m])[rows, yy])).sum() / w[m, yy].sum()
+                for m in range(heads)]
+    expected = (ce_mean_logits + sum(per_head)) / (heads + 1)
+    assert float(method.loss(z, y)) == pytest.approx(expected, rel=1e-6)
+    assert float(method.loss(z, y)) != pytest.approx(float(ready("mhml", heads=heads).loss(z, y)))
+
+
+def test_weights_paper_example_k4_m2():
+    """K=4, M=2: [2, 1/2, 2, 1/2] and [1/2, 2, 1/2, 2] up to the seeded class shuffle."""
+    for seed in range(5):
+        w = class_weights(4, 2, seed)
+        perm = np.random.default_rng(seed).permutation(4)
+        # undo the shuffle: classes perm[0], perm[1] go to head 0, perm[2], perm[3] to head 1
+        np.testing.assert_array_equal(w[:, perm], [[2, 2, .5, .5], [.5, .5, 2, 2]])
+        example = np.array([[2, .5, 2, .5], [.5, 2, .5, 2]])
+        assert any(np.array_equal(w[:, q], example) for q in _perms(4))
+
+
+def _perms(n):
+    import itertools
+
+    return [list(q) for q in itertools.permutations(range(n))]
+
+
+@pytest.mark.parametrize("k, m", [(10, 3), (9, 4), (5, 5), (7, 1), (23, 4)])
+def test_weights_scheme(k, m):
+    w = class_weights(k, m, seed=1)
+    own = w == m
+    assert (own.sum(0) == 1).all()  # each class is specialised on by exactly one head
+    sizes = own.sum(1) if m > 1 else np.array([k])
+    assert sizes.max() - sizes.min() <= 1 and sizes.sum() == k  # array_split sizes
+    if m > 1:
+        assert np.all((w == m) | (w == 1 / m))
+    np.testing.assert_array_equal(w, class_weights(k, m, seed=1))  # seeded
+    assert any(not np.array_equal(w, class_weights(k, m, s)) for s in range(2, 8)) or m in (1, k)
+
+
+def test_single_loss_weights_are_ones():
+    method = ready("2hsl")
+    np.testing.assert_array_equal(method.weights.numpy(), np.ones((2, K)))
+
+
+def test_named_variants_and_resolver():
+    assert [create_method(n).heads for n in ("2hsl", "2hml", "4hml", "mhml")] == [2, 2, 4, 4]
+    assert create_method("mhml", {"heads": "7"}).heads == 7
+    assert create_method("8hml").heads == 8 and create_method("3hsl").multi_loss is False
+    assert create_method("2hml").params.mh_loss == "paper"
+    with pytest.raises(BenchError, match="2hml has 2 heads"):
+        create_method("2hml", {"heads": "3"})
+
+
+def test_more_heads_than_classes_is_one_line_error():
+    with pytest.raises(BenchError) as err:
+        create_method("16hml").check(10)
+    assert "16 heads" in str(err.value) and "10" in str(err.value) and "\n" not in str(err.value)
+    create_method("16hsl").check(10)  # single-loss heads need no class groups
+
+
+def test_cli_rejects_16hml_on_digits_before_training(tmp_path, capsys):
+    from bench.cli import main
+
+    rc = main(["run", "--method", "sl1h,16hml", "--dataset", "digits", "--seeds", "1",
+               "--results", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "16hml: 16 heads" in err
+    assert not any(tmp_path.iterdir())  # nothing trained, not even sl1h
+
+
+def test_mh_loss_recorded_in_run_config_and_hash():
+    from types import SimpleNamespace
+
+    from bench.config import TrainConfig
+    from bench.runner import make_experiment
+
+    bundle = SimpleNamespace(name="digits", image_size=32, identity={})
+    exps = {v: make_experiment(bundle, "smallcnn", create_method("4hml", {"mh_loss": v}),
+                               TrainConfig()) for v in ("paper", "released")}
+    for v, exp in exps.items():
+        assert exp.payload()["method_params"] == {"heads": 4, "mh_loss": v}
+    assert exps["paper"].chash != exps["released"].chash
+
+
+@pytest.mark.parametrize("mh_loss", ["paper", "released"])
+def test_both_losses_pass_finite_difference_gradcheck(mh_loss):
+    method = ready("mhml", heads=3, mh_loss=mh_loss)
+    z, y = rand_logits(3, seed=50, b=4)
+    assert torch.autograd.gradcheck(lambda t: method.loss(t, y), (z,))
