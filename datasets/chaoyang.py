@@ -78,7 +78,7 @@ def index(data_root=None, **options) -> FileIndex:
         how = "user csv"
     else:
         paths, labels = read_json_list(root, "train.json")
-        keep, out = stratified_holdout(labels, len(labels) // 5)
+        keep, out = map(np.sort, stratified_holdout(labels, len(labels) // 5))
         train = ([paths[i] for i in keep], labels[keep])
         val = ([paths[i] for i in out], labels[out])
         how = "stratified N//5 of train.json, random_state 0"

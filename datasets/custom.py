@@ -37,7 +37,7 @@ def carve_val(splits: dict) -> dict:
     if "val" in splits:
         return splits
     paths, labels = splits["train"]
-    keep, out = stratified_holdout(labels, len(labels) // 5)
+    keep, out = map(np.sort, stratified_holdout(labels, len(labels) // 5))
     splits["train"] = ([paths[i] for i in keep], labels[keep])
     splits["val"] = ([paths[i] for i in out], labels[out])
     return splits

@@ -69,7 +69,9 @@ def require_dir(root: Path | None, dataset: str, hint: str) -> Path:
 
 def stratified_holdout(labels: np.ndarray, n_out: int, seed: int = SPLIT_SEED):
     """Indices (keep, out) with exactly n_out held out, stratified, as the paper:
-    sklearn train_test_split(test_size=n_out, stratify=labels, random_state=0)."""
+    sklearn train_test_split(test_size=n_out, stratify=labels, random_state=0).
+    Returned in scikit-learn's (shuffled) order: a second split of `keep`
+    must see the rows in that order to reproduce the paper's data frames."""
     from sklearn.model_selection import train_test_split
 
     idx = np.arange(len(labels))
@@ -79,7 +81,7 @@ def stratified_holdout(labels: np.ndarray, n_out: int, seed: int = SPLIT_SEED):
         keep, out = train_test_split(idx, test_size=n_out, stratify=labels, random_state=seed)
     except ValueError:  # a class with a single image cannot be stratified
         keep, out = train_test_split(idx, test_size=n_out, random_state=seed)
-    return np.sort(keep), np.sort(out)
+    return keep, out
 
 
 def paper_split(labels: np.ndarray) -> dict[str, np.ndarray]:
@@ -87,7 +89,7 @@ def paper_split(labels: np.ndarray) -> dict[str, np.ndarray]:
     val = stratified N//5 of the rest, train = what remains (random_state 0)."""
     rest, test = stratified_holdout(labels, len(labels) // 5)
     keep, val = stratified_holdout(labels[rest], len(rest) // 5)
-    return {"train": rest[keep], "val": rest[val], "test": test}
+    return {"train": np.sort(rest[keep]), "val": np.sort(rest[val]), "test": np.sort(test)}
 
 
 def read_csv_rows(path: str | Path, columns: tuple[str, str]) -> list[tuple[str, str]]:
