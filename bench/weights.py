@@ -1,9 +1,9 @@
 """Initial backbone weights: found in the local cache or a user file, read as
 tensors only, and named so that config.json (and the run hash) say which.
 
-`--pretrained` looks up timm's default ImageNet tag for the backbone (e.g.
-timm/resnet50.a1_in1k) in the local Hugging Face cache, then in the torch hub
-cache; `--download` fetches it when online. `--weights PATH` reads a
+`--pretrained` looks up the backbone's pinned ImageNet tag (IMAGENET_TAGS,
+e.g. timm/resnet50.tv_in1k) in the local Hugging Face cache, then the file
+of its original URL in the torch hub cache; `--download` fetches it when online. `--weights PATH` reads a
 `.safetensors` file or a torch state dict with `torch.load(weights_only=True)`
 - never unpickling arbitrary objects. Every method of a backbone gets the
 same weights, resolved once per `bench run`.
@@ -44,8 +44,22 @@ def file_digest(path: str | Path) -> str:
     return _digest(str(path), st.st_size, st.st_mtime_ns)
 
 
+# The ImageNet-1k weights `--pretrained` means, pinned per backbone so every
+# method (and every machine) starts from the same tensors. The released code
+# used torchvision ResNet50 weights (V1 for one head, V2 for several); here V1
+# for all. ConvNeXt and Swin: their authors' original ImageNet-1k releases.
+IMAGENET_TAGS = {
+    "resnet18": "resnet18.tv_in1k",
+    "resnet50": "resnet50.tv_in1k",
+    "convnext_tiny": "convnext_tiny.fb_in1k",
+    "swin_tiny": "swin_tiny_patch4_window7_224.ms_in1k",
+}
+IMAGENET_TAGS["swin_tiny_patch4_window7_224"] = IMAGENET_TAGS["swin_tiny"]  # timm's name
+
+
 def timm_name(backbone: str) -> str:
-    return {"swin_tiny": "swin_tiny_patch4_window7_224"}.get(backbone, backbone)
+    """The pretrained tag to look up (timm's default tag for unlisted names)."""
+    return IMAGENET_TAGS.get(backbone, backbone)
 
 
 def _cached_file(model_name: str) -> tuple[str, str] | None:

@@ -154,3 +154,23 @@ def test_weights_recorded_in_config_and_hash(tmp_path):
     assert with_w["train"]["pretrained"] is True and with_w["weights"] == labels[0]
     assert np.isfinite(store.read_json(store.iter_records(tmp_path / "res")[0] /
                                        "metrics.json")["test"]["acc"])
+
+
+def test_pretrained_read_from_local_hf_cache(tmp_path, monkeypatch):
+    """--pretrained finds the pinned tag in the Hugging Face cache layout
+    (models--org--name/refs/main + snapshots/<rev>/model.safetensors)."""
+    import huggingface_hub.constants as hc
+
+    monkeypatch.setattr(hc, "HF_HUB_CACHE", str(tmp_path))
+    repo = tmp_path / "models--timm--resnet18.tv_in1k"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0123abc")
+    (repo / "snapshots" / "0123abc").mkdir(parents=True)
+    torch.manual_seed(2)
+    src = timm.create_model("resnet18", num_classes=1000)
+    save_file(src.state_dict(), str(repo / "snapshots" / "0123abc" / "model.safetensors"))
+    spec = resolve_weights("resnet18", pretrained=True)
+    assert spec.label.startswith("hf-hub:timm/resnet18.tv_in1k sha256:")
+    model, bb = build_model("resnet18", 28, 2, K, pretrained=True)
+    assert bb.weights == spec.label
+    assert torch.equal(model.backbone.layer4[1].conv2.weight, src.layer4[1].conv2.weight)
