@@ -97,7 +97,8 @@ def check(args) -> int:
     print(count_table(classes, labels, published))
     if bad:
         for path, why in bad:
-            print(f"{why.split(':')[0].upper()}: {path} ({why})")
+            kind, _, detail = why.partition(": ")
+            print(f"{kind.upper()}: {path}" + (f" ({detail})" if detail else ""))
         n_missing = sum(why == "missing" for _, why in bad)
         print(f"{len(bad)} bad image(s): {n_missing} missing, {len(bad) - n_missing} unreadable")
         return 1
