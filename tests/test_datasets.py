@@ -13,7 +13,6 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import pytest
 from PIL import Image
 
 from bench import store
