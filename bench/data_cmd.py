@@ -86,6 +86,7 @@ def check(args) -> int:
         opts.pop("cache", None)
         index = FILE_INDEXES[args.dataset](args.data_root, **opts)
         classes, labels, published = index.classes, index.labels, index.published
+        by_class = index.published_classes
         paths = [p for s in ("train", "val", "test") for p in index.paths[s]]
         bad = verify(paths, progress=not args.no_progress)
     else:
@@ -93,8 +94,10 @@ def check(args) -> int:
             data_root=args.data_root, image_size=0, **load_kwargs(args))
         classes = bundle.classes
         labels = {s: bundle.split(s).labels for s in ("train", "val", "test")}
-        published, bad = published_counts(args.dataset), []
+        published, bad, by_class = published_counts(args.dataset), [], {}
     print(count_table(classes, labels, published))
+    if by_class:
+        print(class_table(classes, labels, by_class))
     if bad:
         for path, why in bad:
             kind, _, detail = why.partition(": ")
@@ -113,6 +116,19 @@ def published_counts(name: str) -> dict[str, int]:
     if name in medmnist.FLAGS:
         return medmnist.published_counts(name)
     return {}
+
+
+def class_table(classes, labels: dict, published: dict) -> str:
+    """Per-class counts of split groups ('train+val') next to the published ones."""
+    import numpy as np
+
+    rows = []
+    for group, pub in published.items():
+        ys = np.concatenate([labels[s] for s in group.split("+")])
+        counts = np.bincount(ys, minlength=len(classes))
+        rows += [[group, name, int(c), p, "ok" if c == p else f"differs ({int(c) - p:+d})"]
+                 for name, c, p in zip(classes, counts, pub)]
+    return tabulate(rows, headers=["splits", "class", "found", "published", ""])
 
 
 def count_table(classes, labels: dict, published: dict) -> str:

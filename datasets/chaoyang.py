@@ -23,7 +23,7 @@ from .filelist import (FileIndex, check_options, default_root, file_index, label
 
 CLASSES = ["normal", "serrated", "adenocarcinoma", "adenoma"]  # label 0..3 as in the json
 # Official per-class counts (dataset README) and the paper's split sizes.
-OFFICIAL = {"train": [1111, 842, 1404, 664], "test": [705, 321, 840, 273]}
+OFFICIAL = {"train+val": [1111, 842, 1404, 664], "test": [705, 321, 840, 273]}
 PUBLISHED = {"train": 3217, "val": 804, "test": 2139}
 OPTIONS = {
     "train_csv": "CSV image_id,label for training (with val_csv: the published split)",
@@ -86,7 +86,7 @@ def index(data_root=None, **options) -> FileIndex:
     return FileIndex(
         name="chaoyang", root=root, classes=CLASSES,
         paths={k: v[0] for k, v in splits.items()}, labels={k: v[1] for k, v in splits.items()},
-        identity={"split": how}, published=PUBLISHED,
+        identity={"split": how}, published=PUBLISHED, published_classes=OFFICIAL,
     )
 
 

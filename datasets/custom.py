@@ -60,10 +60,10 @@ def _index(name, root, classes, splits, how) -> FileIndex:
 @file_index("csv")
 def csv_index(data_root=None, **options) -> FileIndex:
     check_options("csv", options, CSV_OPTIONS)
-    for key in ("train", "test"):
-        if not options.get(key):
-            raise BenchError(f"csv dataset needs --data-opt {key}=FILE.csv "
-                             "(and optionally val=FILE.csv); see docs/datasets.md")
+    missing = [k for k in ("train", "test") if not options.get(k)]
+    if missing:
+        raise BenchError(f"csv dataset: missing --data-opt {missing[0]}=FILE.csv (needs train= "
+                         "and test=, val= optional); see docs/datasets.md")
     root = Path(data_root) if data_root else Path(options["train"]).parent
     cols = (options.get("path_col", "image"), options.get("label_col", "label"))
     rows = {s: read_csv_rows(options[s], cols) for s in SPLITS if options.get(s)}
@@ -78,8 +78,10 @@ def csv_index(data_root=None, **options) -> FileIndex:
 @file_index("folder")
 def folder_index(data_root=None, **options) -> FileIndex:
     check_options("folder", options, FOLDER_OPTIONS)
-    root = require_dir(data_root, "folder", "pass --data-root DIR with one sub-folder per class "
-                       "(or train/, val/, test/ each with class folders)")
+    hint = "pass --data-root DIR with one sub-folder per class (or train/, val/, test/)"
+    if data_root is None:
+        raise BenchError(f"folder dataset needs a data root: {hint}")
+    root = require_dir(data_root, "folder", hint)
     if (root / "train").is_dir() and (root / "test").is_dir():
         present = [s for s in SPLITS if (root / s).is_dir()]
         classes = sorted({d.name for s in present for d in (root / s).iterdir() if d.is_dir()})

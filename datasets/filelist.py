@@ -45,6 +45,8 @@ class FileIndex:
     default_backbone: str = "resnet50"
     identity: dict = field(default_factory=dict)  # how the split was made
     published: dict = field(default_factory=dict)  # split -> published image count
+    # Published per-class counts of groups of splits, e.g. {"train+val": [...]}.
+    published_classes: dict = field(default_factory=dict)
 
 
 def default_root(subdir: str) -> Path:

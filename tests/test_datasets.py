@@ -244,6 +244,7 @@ def test_bad_images_named_by_check_and_stop_run(tmp_path, capsys):
                  "--no-progress"]) == 1
     out = capsys.readouterr().out
     assert f"UNREADABLE: {corrupt}" in out and f"MISSING: {missing}" in out
+    assert "1111" in out and "3217" in out  # official per-class and the paper's split sizes
     assert run_bench("chaoyang", root, tmp_path, "--set", "image_size=16") == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(corrupt) in err and str(missing) in err
