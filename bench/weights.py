@@ -102,6 +102,11 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
     if not pretrained:
         return None
     name = timm_name(backbone)
+    import timm
+
+    if timm.models.get_pretrained_cfg(name) is None:
+        raise BenchError(f"backbone '{backbone}' has no ImageNet weights in timm; "
+                         "drop --pretrained")
     hit = _cached_file(name)
     if hit is None and download:
         hit = _download(name)
