@@ -6,13 +6,17 @@ model always returns logits shaped [B, M, K].
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import torch
 from torch import nn
 
 from .registry import Registry
+
+if TYPE_CHECKING:
+    from .weights import WeightsSpec
 
 BACKBONES = Registry("backbone")
 
@@ -53,14 +57,36 @@ class MultiHeadNet(nn.Module):
         return torch.stack([h(f) for h in self.per_head], dim=1)
 
 
-def create_backbone(name: str, image_size: int, pretrained: bool = False) -> Backbone:
-    return BACKBONES.get(name)(image_size=image_size, pretrained=pretrained)
+def create_backbone(name: str, image_size: int, pretrained: bool = False,
+                    weights: Optional["WeightsSpec"] = None) -> Backbone:
+    factory = BACKBONES.get(name)
+    if weights is not None:
+        return factory(image_size=image_size, pretrained=True, weights=weights)
+    return factory(image_size=image_size, pretrained=pretrained)
 
 
 def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
-                pretrained: bool = False) -> tuple[MultiHeadNet, Backbone]:
-    bb = create_backbone(backbone, image_size, pretrained)
+                pretrained: bool = False, weights: Optional["WeightsSpec"] = None
+                ) -> tuple[MultiHeadNet, Backbone]:
+    bb = create_backbone(backbone, image_size, pretrained, weights)
+    if image_size < bb.min_size:
+        from .errors import BenchError
+
+        raise BenchError(f"backbone '{backbone}' needs images of at least {bb.min_size} px, "
+                         f"got {image_size}; use --set image_size={fit_size(backbone, image_size)}")
     return MultiHeadNet(bb, heads, num_classes), bb
+
+
+# name -> (min size, multiple): the image size a backbone can take. ConvNeXt's
+# stride-32 stem+downsamplings fail at 28 px (DESIGN §2), so PathMNIST uses 32.
+SIZE_RULES = {"convnext_tiny": (32, 32), "swin_tiny": (28, 4), "resnet50": (8, 1)}
+
+
+def fit_size(backbone: str, size: int) -> int:
+    """The smallest size >= `size` that `backbone` accepts."""
+    low, multiple = SIZE_RULES.get(backbone, (1, 1))
+    size = max(size, low)
+    return -(-size // multiple) * multiple
 
 
 def _conv_bn(cin: int, cout: int, stride: int) -> nn.Sequential:
@@ -72,11 +98,11 @@ def _conv_bn(cin: int, cout: int, stride: int) -> nn.Sequential:
 
 
 @BACKBONES.register("smallcnn", "4-layer CNN (32-64-128-128), CPU demo backbone, any size >= 8 px")
-def smallcnn(image_size: int, pretrained: bool = False) -> Backbone:
-    if pretrained:
+def smallcnn(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
+    if pretrained or weights is not None:
         from .errors import BenchError
 
-        raise BenchError("backbone 'smallcnn' has no pretrained weights; drop --pretrained")
+        raise BenchError("backbone 'smallcnn' has no pretrained weights; drop --pretrained/--weights")
     features = nn.Sequential(
         _conv_bn(3, 32, 1), _conv_bn(32, 64, 2), _conv_bn(64, 128, 2), _conv_bn(128, 128, 2),
         nn.AdaptiveAvgPool2d(1), nn.Flatten(),
@@ -84,15 +110,59 @@ def smallcnn(image_size: int, pretrained: bool = False) -> Backbone:
     return Backbone(features, 128, min_size=8)
 
 
-def timm_backbone(model_name: str, image_size: int, pretrained: bool, **kwargs) -> Backbone:
-    """Any timm model as a pooled-feature extractor (num_classes=0)."""
+def timm_backbone(model_name: str, image_size: int, pretrained: bool, weights=None,
+                  **kwargs) -> Backbone:
+    """Any timm model as a pooled-feature extractor (num_classes=0).
+
+    Weights never come from timm's own download path: `--pretrained` reads
+    the local Hugging Face / torch-hub cache and `--weights` a file, both as
+    tensors only (see bench/weights.py)."""
     import timm
 
-    model = timm.create_model(model_name, pretrained=pretrained, num_classes=0, **kwargs)
-    weights = f"timm:{model_name}:imagenet" if pretrained else "random"
-    return Backbone(model, model.num_features, weights=weights)
+    from .weights import load_into, resolve_weights
+
+    model = timm.create_model(model_name, pretrained=False, num_classes=0, **kwargs)
+    if pretrained and weights is None:
+        weights = resolve_weights(model_name, pretrained=True)
+    if weights is not None:
+        load_into(model, weights, model_name)
+    return Backbone(model, model.num_features, weights=weights.label if weights else "random")
 
 
 @BACKBONES.register("resnet18", "timm resnet18 (11M params), small CPU-friendly backbone")
-def resnet18(image_size: int, pretrained: bool = False) -> Backbone:
-    return timm_backbone("resnet18", image_size, pretrained)
+def resnet18(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
+    return timm_backbone("resnet18", image_size, pretrained, weights)
+
+
+@BACKBONES.register("resnet50", "timm resnet50 (25M params), the paper's ResNet50, any size >= 8 px")
+def resnet50(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
+    bb = timm_backbone("resnet50", image_size, pretrained, weights)
+    bb.min_size = SIZE_RULES["resnet50"][0]
+    return bb
+
+
+@BACKBONES.register("convnext_tiny", "timm convnext_tiny (28M), head LayerNorm kept per head; "
+                    "sizes multiple of 32 (PathMNIST: 32 px)")
+def convnext_tiny(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
+    bb = timm_backbone("convnext_tiny", image_size, pretrained, weights)
+    model = bb.features
+    # timm applies head.norm (LayerNorm over channels) after pooling; move it
+    # into every head, each a copy of the (pretrained) norm, as the released
+    # code's multi-head ConvNeXt did.
+    norm = nn.LayerNorm(bb.dim, eps=model.head.norm.eps)
+    norm.load_state_dict({"weight": model.head.norm.weight.detach().clone(),
+                          "bias": model.head.norm.bias.detach().clone()})
+    model.head.norm = nn.Identity()
+    bb.head_prefix = lambda: copy.deepcopy(norm)
+    bb.min_size = SIZE_RULES["convnext_tiny"][0]
+    return bb
+
+
+@BACKBONES.register("swin_tiny", "timm swin_tiny_patch4_window7_224 (28M); img_size set to the "
+                    "image size (windows clamped at 28/32 px)")
+def swin_tiny(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
+    size = image_size or 224
+    bb = timm_backbone("swin_tiny_patch4_window7_224", size, pretrained, weights,
+                       img_size=size)
+    bb.min_size = SIZE_RULES["swin_tiny"][0]
+    return bb

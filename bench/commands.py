@@ -1,13 +1,17 @@
 """`bench list` and `bench run`."""
 from __future__ import annotations
 
+import dataclasses
+
 from tabulate import tabulate
 from tqdm import tqdm
 
 from .backbones import BACKBONES
 from .config import PROFILES, TrainConfig, apply_overrides, field_types, get_profile, parse_set
+from .data_cmd import add_data_options, load_for_run
 from .errors import BenchError, choices_error
 from .summary import summary_table
+from .weights import resolve_weights
 
 
 def add_parser(sub) -> None:
@@ -23,6 +27,11 @@ def add_parser(sub) -> None:
                    help="override a training or method hyper-parameter (repeatable)")
     p.add_argument("--results", default="results", help="run-record root")
     p.add_argument("--data-root", default=None, help="where dataset files live")
+    add_data_options(p)  # --data-opt KEY=VALUE, --download
+    p.add_argument("--pretrained", action="store_true",
+                   help="ImageNet weights from the local timm/Hugging Face cache")
+    p.add_argument("--weights", default=None, metavar="PATH",
+                   help="initial backbone weights (.safetensors or torch state dict)")
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if present)")
     p.add_argument("--force", action="store_true", help="retrain finished seeds")
     p.add_argument("--no-progress", action="store_true")
@@ -96,23 +105,22 @@ def resolve_run(args):
 
 
 def run(args) -> int:
-    from bench.datasets import load_dataset
-
     from .runner import default_device, make_experiment, run_seed
 
     seeds, methods, cfg = resolve_run(args)
-    bundle = load_dataset(args.dataset, args.data_root, image_size=cfg.image_size)
+    if args.pretrained or args.weights:
+        cfg = dataclasses.replace(cfg, pretrained=True)
+    bundle, backbone = load_for_run(args, cfg)  # bad images stop here, before training
     for method in methods:  # e.g. more heads than classes: one line, before any training
         method.check(bundle.num_classes)
-    backbone = args.backbone or bundle.default_backbone
-    BACKBONES.get(backbone)
+    weights = resolve_weights(backbone, cfg.pretrained, args.weights, args.download)
     device = args.device or default_device()
     groups, counts = [], {"done": 0, "skipped": 0}
     jobs = [(m, s) for m in methods for s in seeds]
     bar = tqdm(jobs, desc="runs", unit="run", disable=args.no_progress)
     for method, seed in bar:
         bar.set_postfix(method=method.name, seed=seed)
-        exp = make_experiment(bundle, backbone, method, cfg)
+        exp = make_experiment(bundle, backbone, method, cfg, weights=weights)
         status, path = run_seed(exp, bundle, method, seed, args.results, device=device,
                                 force=args.force, progress=not args.no_progress)
         counts[status] += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
@@ -14,6 +15,7 @@ from .config import TrainConfig, config_hash, result_fields
 from .metrics import all_metrics, head_probs
 from .provenance import provenance
 from .trainer import train
+from .weights import WeightsSpec
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class Experiment:
     heads: int
     train: TrainConfig
     data_identity: tuple  # sorted (key, value) pairs from the adapter
+    weights: Optional[WeightsSpec] = None  # initial backbone weights (None = random)
 
     def payload(self) -> dict:
         return {
@@ -34,6 +37,8 @@ class Experiment:
             "backbone": self.backbone, "method": self.method,
             "method_params": dict(self.method_params), "heads": self.heads,
             "train": result_fields(self.train),
+            # Only when set, so random-init hashes are unchanged.
+            **({"weights": self.weights.label} if self.weights else {}),
         }
 
     @property
@@ -44,12 +49,13 @@ class Experiment:
         return store.record_dir(root, self.dataset, self.backbone, self.method, self.chash, seed)
 
 
-def make_experiment(bundle, backbone: str, method, cfg: TrainConfig) -> Experiment:
+def make_experiment(bundle, backbone: str, method, cfg: TrainConfig,
+                    weights: Optional[WeightsSpec] = None) -> Experiment:
     cfg = dataclasses.replace(cfg, image_size=bundle.image_size)  # the size actually used
     return Experiment(
         dataset=bundle.name, backbone=backbone, method=method.name,
         method_params=tuple(sorted(method.params_dict().items())), heads=method.heads,
-        train=cfg, data_identity=tuple(sorted(bundle.identity.items())),
+        train=cfg, data_identity=tuple(sorted(bundle.identity.items())), weights=weights,
     )
 
 
@@ -67,7 +73,7 @@ def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | 
     method.setup(bundle.num_classes, seed)
     torch.manual_seed(seed)  # model initialisation
     model, bb = build_model(exp.backbone, bundle.image_size, method.heads, bundle.num_classes,
-                            pretrained=exp.train.pretrained)
+                            pretrained=exp.train.pretrained, weights=exp.weights)
     result = train(model, method, exp.train, bundle, seed, device=device, progress=progress)
     config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
               "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,

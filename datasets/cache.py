@@ -1,0 +1,169 @@
+"""Decode-once image cache: files -> one memory-mapped uint8 array on disk.
+
+Image files (JPEG/PNG) are decoded *fully* (a truncated JPEG opens in PIL and
+fails only on decode), converted to RGB, resized to the training size and
+stored as one `.npy` array [N, S, S, 3] per (file list, size). The key hashes
+every path with its byte size and mtime, so the cache is reused across runs
+and seeds and rebuilt when any input changes. The array is written under a
+temporary name and renamed when complete: a killed build never looks done.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageFile
+from tqdm import tqdm
+
+from bench.errors import BenchError
+
+CACHE_VERSION = 1  # bump when decoding/resizing changes, so old caches are ignored
+CACHE_DIRNAME = ".bench-cache"
+RESAMPLE = Image.BILINEAR  # square resize, as the paper resized Kvasir to 512x512
+
+
+class BadImages(BenchError):
+    """Missing or undecodable image files; `.bad` lists (path, reason) pairs."""
+
+    def __init__(self, bad: list[tuple[str, str]]):
+        self.bad = bad
+        shown = "; ".join(f"{p} ({why})" for p, why in bad[:5])
+        more = f"; ... and {len(bad) - 5} more (run `bench data check`)" if len(bad) > 5 else ""
+        super().__init__(f"{len(bad)} missing or unreadable image(s): {shown}{more}")
+
+
+def decode(path: str | Path, size: int) -> np.ndarray:
+    """Fully decode one image to uint8 [size, size, 3]; raises OSError/ValueError."""
+    # A global LOAD_TRUNCATED_IMAGES=True set elsewhere would hide truncation.
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
+    with Image.open(path) as img:
+        img.load()  # full decode: this is where a truncated JPEG fails
+        rgb = img.convert("RGB")
+    if rgb.size != (size, size):
+        rgb = rgb.resize((size, size), RESAMPLE)
+    return np.asarray(rgb, dtype=np.uint8)
+
+
+def _try_decode(path: str, size: int):
+    if not os.path.exists(path):
+        return None, "missing"
+    try:
+        return decode(path, size), None
+    except (OSError, ValueError, SyntaxError) as err:  # PIL's decode errors
+        return None, f"unreadable: {str(err).splitlines()[0][:80]}"
+
+
+def _workers() -> int:
+    # PIL releases the GIL while decoding; threads scale on many-core hosts.
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def decode_all(paths: list[str], size: int, out: np.ndarray | None = None,
+               progress: bool = True, desc: str = "decode") -> tuple[np.ndarray | None, list]:
+    """Decode every path into `out` (allocated if None); returns (array, bad list).
+
+    Never stops at the first failure, so every bad file can be named."""
+    if out is None and size > 0:
+        out = np.empty((len(paths), size, size, 3), dtype=np.uint8)
+    bad: list[tuple[str, str]] = []
+    with ThreadPoolExecutor(_workers()) as pool:
+        results = pool.map(lambda p: _try_decode(p, size), paths)
+        for i, (img, why) in enumerate(tqdm(results, total=len(paths), desc=desc, unit="img",
+                                            disable=not progress, leave=False)):
+            if why is not None:
+                bad.append((paths[i], why))
+            elif out is not None:
+                out[i] = img
+    return out, bad
+
+
+def verify(paths: list[str], progress: bool = True) -> list[tuple[str, str]]:
+    """(path, reason) for every missing or undecodable file (full decode, no resize)."""
+    bad: list[tuple[str, str]] = []
+    with ThreadPoolExecutor(_workers()) as pool:
+        results = pool.map(_verify_one, paths)
+        for path, why in tqdm(zip(paths, results), total=len(paths), desc="check", unit="img",
+                              disable=not progress, leave=False):
+            if why is not None:
+                bad.append((path, why))
+    return bad
+
+
+def _verify_one(path: str):
+    if not os.path.exists(path):
+        return "missing"
+    try:
+        ImageFile.LOAD_TRUNCATED_IMAGES = False
+        with Image.open(path) as img:
+            img.load()
+    except (OSError, ValueError, SyntaxError) as err:
+        return f"unreadable: {str(err).splitlines()[0][:80]}"
+    return None
+
+
+def cache_key(paths: list[str], size: int) -> str:
+    """Hash of (path, byte size, mtime) for every file, the size and the decoder version."""
+    h = hashlib.sha256(json.dumps({"v": CACHE_VERSION, "size": size}).encode())
+    for p in paths:
+        try:
+            st = os.stat(p)
+            h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{p}\0missing\n".encode())
+    return h.hexdigest()[:20]
+
+
+def default_cache_dir(data_root: Path) -> Path:
+    """<data-root>/.bench-cache when writable, else ~/.cache/mhml-bench."""
+    env = os.environ.get("BENCH_CACHE_DIR")
+    if env:
+        return Path(env)
+    local = Path(data_root) / CACHE_DIRNAME
+    if os.access(data_root, os.W_OK) or local.is_dir():
+        return local
+    return Path.home() / ".cache" / "mhml-bench"
+
+
+def cached_images(paths: list[str], size: int, cache_dir: Path, progress: bool = True,
+                  desc: str = "decode") -> np.ndarray:
+    """uint8 [N, size, size, 3], memory-mapped from the cache (built on first use).
+
+    Copy-on-write mapping: writable for torch.from_numpy, never written back.
+
+    Raises BadImages naming every missing/unreadable file before anything is
+    trained; a failed build leaves no cache file behind."""
+    cache_dir = Path(cache_dir)
+    final = cache_dir / f"{cache_key(paths, size)}.npy"
+    if final.exists():
+        return np.load(final, mmap_mode="c")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_suffix(f".tmp{os.getpid()}.npy")
+    arr = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8,
+                                    shape=(len(paths), size, size, 3))
+    try:
+        _, bad = decode_all(paths, size, out=arr, progress=progress, desc=desc)
+        arr.flush()
+        del arr
+        if bad:
+            raise BadImages(bad)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return np.load(final, mmap_mode="c")
+
+
+def timed_build_and_load(paths: list[str], size: int, cache_dir: Path) -> dict:
+    """Seconds to build the cache and to load it (mmap + read every byte)."""
+    t0 = time.perf_counter()
+    cached_images(paths, size, cache_dir, progress=False)
+    t1 = time.perf_counter()
+    arr = np.array(cached_images(paths, size, cache_dir, progress=False))  # force a full read
+    t2 = time.perf_counter()
+    return {"n": len(paths), "size": size, "build_s": t1 - t0, "load_s": t2 - t1,
+            "mb": arr.nbytes / 2**20}

@@ -1,0 +1,165 @@
+"""File-based datasets: an index of (path, label) per split, split rules, CSVs.
+
+A file adapter first builds a `FileIndex` (cheap: no decoding), which
+`bench data check` inspects, then `to_bundle` decodes it once through the
+cache. Split rules are deterministic and never depend on the run seed.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from bench.errors import BenchError, choices_error
+
+from .base import SPLITS, DatasetBundle, Split
+from .cache import BadImages, cached_images, default_cache_dir
+
+SPLIT_SEED = 0  # the paper's random_state for every derived split
+IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
+
+# name -> index function(data_root, **options) -> FileIndex, for `bench data check`.
+FILE_INDEXES: dict[str, Callable[..., "FileIndex"]] = {}
+
+
+def file_index(name: str):
+    def deco(fn):
+        FILE_INDEXES[name] = fn
+        return fn
+    return deco
+
+
+@dataclass
+class FileIndex:
+    name: str
+    root: Path
+    classes: list[str]
+    paths: dict[str, list[str]]  # split -> absolute paths
+    labels: dict[str, np.ndarray]  # split -> int64 labels
+    default_size: int = 224
+    default_backbone: str = "resnet50"
+    identity: dict = field(default_factory=dict)  # how the split was made
+    published: dict = field(default_factory=dict)  # split -> published image count
+    # Published per-class counts of groups of splits, e.g. {"train+val": [...]}.
+    published_classes: dict = field(default_factory=dict)
+
+
+def default_root(subdir: str) -> Path:
+    """Where a dataset lives when --data-root is not given: $BENCH_DATA_ROOT/<subdir>
+    (BENCH_DATA_ROOT defaults to ./data)."""
+    return Path(os.environ.get("BENCH_DATA_ROOT", "data")) / subdir
+
+
+def check_options(dataset: str, options: dict, allowed: dict[str, str]) -> None:
+    """Unknown --data-opt keys are a one-line error listing the valid ones."""
+    for key in options:
+        if key not in allowed:
+            valid = [f"{k} ({v})" for k, v in allowed.items()] or ["none"]
+            raise choices_error(f"--data-opt key for {dataset}", key, valid)
+
+
+def require_dir(root: Path | None, dataset: str, hint: str) -> Path:
+    if root is None or not Path(root).is_dir():
+        raise BenchError(f"{dataset}: data root '{root}' is not a directory; {hint}")
+    return Path(root)
+
+
+def stratified_holdout(labels: np.ndarray, n_out: int, seed: int = SPLIT_SEED):
+    """Indices (keep, out) with exactly n_out held out, stratified, as the paper:
+    sklearn train_test_split(test_size=n_out, stratify=labels, random_state=0).
+    Returned in scikit-learn's (shuffled) order: a second split of `keep`
+    must see the rows in that order to reproduce the paper's data frames."""
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(len(labels))
+    if n_out <= 0:
+        return idx, idx[:0]
+    try:
+        keep, out = train_test_split(idx, test_size=n_out, stratify=labels, random_state=seed)
+    except ValueError:  # a class with a single image cannot be stratified
+        keep, out = train_test_split(idx, test_size=n_out, random_state=seed)
+    return keep, out
+
+
+def paper_split(labels: np.ndarray) -> dict[str, np.ndarray]:
+    """The paper's Kvasir procedure: test = stratified N//5 of all, then
+    val = stratified N//5 of the rest, train = what remains (random_state 0)."""
+    rest, test = stratified_holdout(labels, len(labels) // 5)
+    keep, val = stratified_holdout(labels[rest], len(rest) // 5)
+    return {"train": np.sort(rest[keep]), "val": np.sort(rest[val]), "test": np.sort(test)}
+
+
+def read_csv_rows(path: str | Path, columns: tuple[str, str]) -> list[tuple[str, str]]:
+    """(image, label) pairs from a CSV with a header naming `columns`."""
+    path = Path(path)
+    if not path.is_file():
+        raise BenchError(f"split CSV '{path}' does not exist")
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise BenchError(f"{path}: missing column(s) {missing}; "
+                             f"found {reader.fieldnames}, expected {list(columns)}")
+        return [(row[columns[0]].strip(), row[columns[1]].strip()) for row in reader]
+
+
+def label_ids(raw: list[str], classes: list[str] | None, where: str) -> np.ndarray:
+    """Labels given as class indices or class names -> int64 indices."""
+    if classes is None:
+        raise BenchError(f"{where}: class list unknown")
+    lookup = {c: i for i, c in enumerate(classes)}
+    out = []
+    for value in raw:
+        if value in lookup:
+            out.append(lookup[value])
+        elif value.lstrip("-").isdigit() and 0 <= int(value) < len(classes):
+            out.append(int(value))
+        else:
+            raise BenchError(f"{where}: label '{value}' is not a class index 0..{len(classes) - 1}"
+                             f" or a class name ({', '.join(classes[:5])}...)")
+    return np.asarray(out, dtype=np.int64)
+
+
+def list_images(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*")
+                  if p.suffix.lower() in IMAGE_EXTS and p.is_file())
+
+
+def to_bundle(index: FileIndex, image_size: int, cache_dir=None,
+              progress: bool = True) -> DatasetBundle:
+    """Decode every split once through the memory-mapped cache."""
+    size = image_size or index.default_size
+    cache_dir = Path(cache_dir) if cache_dir else default_cache_dir(index.root)
+    splits, bad = {}, []
+    for name in SPLITS:
+        try:
+            images = cached_images(index.paths[name], size, cache_dir, progress=progress,
+                                   desc=f"{index.name} {name}")
+        except BadImages as err:  # keep going so every bad file is named at once
+            bad += err.bad
+            continue
+        splits[name] = Split(images, index.labels[name])
+    if bad:
+        raise BadImages(bad)
+    return DatasetBundle(
+        name=index.name, classes=index.classes, default_backbone=index.default_backbone,
+        identity={"size": size, **index.identity, "files": files_digest(index),
+                  **{f"n_{s}": len(index.paths[s]) for s in SPLITS}},
+        **splits,
+    )
+
+
+def files_digest(index: FileIndex) -> str:
+    """Hash of the relative file list and labels of every split: the run hash
+    changes with the split but not with where the data root is mounted."""
+    h = hashlib.sha256()
+    for name in SPLITS:
+        for path, label in zip(index.paths[name], index.labels[name]):
+            rel = os.path.relpath(path, index.root)
+            h.update(f"{name}\0{rel}\0{int(label)}\n".encode())
+    return h.hexdigest()[:16]

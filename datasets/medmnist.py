@@ -1,0 +1,153 @@
+"""MedMNIST v2/v3 2D subsets (PathMNIST is the paper's; the others come free).
+
+Reads `<data-root>/<flag>.npz` (28 px) or `<flag>_<size>.npz` (64/128/224)
+with numpy: medmnist's own Dataset classes assert the official split sizes,
+which a small test file cannot meet. Class names, URLs and MD5s come from
+`medmnist.INFO`. Labels are stored (N, 1); grey subsets are copied to three
+channels. A size that is not an official one is resampled (bilinear) from
+the largest official size not above it, e.g. 32 px for ConvNeXt from 28 px.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bench.errors import BenchError
+
+from .base import DATASETS, SPLITS, DatasetBundle, Split
+from .filelist import check_options, default_root
+
+OFFICIAL_SIZES = (28, 64, 128, 224)
+LEGACY_ROOT = Path.home() / ".medmnist"  # medmnist's own download folder, used if present
+
+# Single-label 2D flags (name, classes, what). chestmnist is multi-label and
+# does not fit the multi-class calibration protocol, so it is not offered.
+FLAGS = {
+    "pathmnist": (9, "colon pathology (the paper's PathMNIST)"),
+    "dermamnist": (7, "dermatoscopy"),
+    "octmnist": (4, "retinal OCT, grey"),
+    "pneumoniamnist": (2, "chest X-ray pneumonia, grey"),
+    "retinamnist": (5, "fundus, ordinal grades as classes"),
+    "breastmnist": (2, "breast ultrasound, grey"),
+    "bloodmnist": (8, "blood cell microscopy"),
+    "tissuemnist": (8, "kidney cortex cells, grey"),
+    "organamnist": (11, "abdominal CT axial, grey"),
+    "organcmnist": (11, "abdominal CT coronal, grey"),
+    "organsmnist": (11, "abdominal CT sagittal, grey"),
+}
+OPTIONS = {"file": "explicit .npz path instead of <data-root>/<flag>[_size].npz"}
+
+
+def info(flag: str) -> dict:
+    from medmnist.info import INFO  # lazy: importing medmnist pulls in torchvision
+
+    return INFO[flag]
+
+
+def file_size(image_size: int) -> int:
+    """The official file to read for a requested training size."""
+    if image_size in OFFICIAL_SIZES:
+        return image_size
+    return max([s for s in OFFICIAL_SIZES if s <= image_size] or [28])
+
+
+def npz_name(flag: str, size: int) -> str:
+    return f"{flag}.npz" if size == 28 else f"{flag}_{size}.npz"
+
+
+def locate(flag: str, root: Path | None, size: int, download: bool, file=None) -> Path:
+    if file:
+        path = Path(file)
+    else:
+        path = Path(root or default_root("medmnist")) / npz_name(flag, size)
+        legacy = LEGACY_ROOT / path.name
+        if root is None and not path.is_file() and legacy.is_file():
+            return legacy
+    if path.is_file():
+        return path
+    suffix = "" if size == 28 else f"_{size}"
+    meta = info(flag)
+    url, md5 = meta[f"url{suffix}"], meta[f"MD5{suffix}"]
+    if not download:
+        raise BenchError(f"{flag}: {path} not found; rerun with --download or fetch {url} "
+                         f"(md5 {md5}) to that path")
+    from torchvision.datasets.utils import download_url
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    download_url(url, root=str(path.parent), filename=path.name, md5=md5)
+    return path
+
+
+def read_npz(path: Path, flag: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{split: (images uint8 [N,H,W,3], labels int64 [N])} with shape checks."""
+    with np.load(path) as data:
+        missing = [f"{s}_{k}" for s in SPLITS for k in ("images", "labels")
+                   if f"{s}_{k}" not in data.files]
+        if missing:
+            raise BenchError(f"{path}: missing key(s) {missing}; found {sorted(data.files)}")
+        out = {}
+        for s in SPLITS:
+            images, labels = data[f"{s}_images"], data[f"{s}_labels"]
+            if labels.ndim == 2 and labels.shape[1] != 1:
+                raise BenchError(f"{path}: {s}_labels has shape {labels.shape}; {flag} needs "
+                                 "one label per image, shape (N, 1)")
+            out[s] = (to_rgb(images, path, s), labels.reshape(-1).astype(np.int64))
+    return out
+
+
+def to_rgb(images: np.ndarray, path: Path, split: str) -> np.ndarray:
+    if images.ndim == 3:  # grey [N, H, W]
+        images = np.repeat(images[..., None], 3, axis=-1)
+    if images.ndim != 4 or images.shape[-1] not in (1, 3):
+        raise BenchError(f"{path}: {split}_images has shape {images.shape}; expected "
+                         "[N, H, W] or [N, H, W, 3]")
+    if images.shape[-1] == 1:
+        images = np.repeat(images, 3, axis=-1)
+    return np.ascontiguousarray(images, dtype=np.uint8)
+
+
+def resize(images: np.ndarray, size: int) -> np.ndarray:
+    if images.shape[1] == size and images.shape[2] == size:
+        return images
+    out = np.empty((len(images), size, size, 3), dtype=np.uint8)
+    for i in range(0, len(images), 4096):  # chunks bound the float32 copy
+        x = torch.from_numpy(images[i:i + 4096]).permute(0, 3, 1, 2).float()
+        x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False,
+                          antialias=size < images.shape[1])
+        out[i:i + 4096] = x.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
+    return out
+
+
+def load_medmnist(flag: str, data_root=None, image_size: int = 0, download: bool = False,
+                  progress: bool = True, **options) -> DatasetBundle:
+    check_options(flag, options, OPTIONS)
+    size = image_size or 28
+    path = locate(flag, data_root, file_size(size), download, options.get("file"))
+    splits = read_npz(path, flag)
+    classes = [info(flag)["label"][str(i)] for i in range(len(info(flag)["label"]))]
+    return DatasetBundle(
+        name=flag, classes=classes,
+        default_backbone="resnet50",
+        identity={"file": path.name, "file_size": file_size(size), "size": size,
+                  **{f"n_{s}": len(splits[s][1]) for s in SPLITS}},
+        **{s: Split(resize(x, size), y) for s, (x, y) in splits.items()},
+    )
+
+
+def published_counts(flag: str) -> dict[str, int]:
+    return dict(info(flag)["n_samples"])
+
+
+def _register(flag: str, n: int, what: str) -> None:
+    def factory(data_root=None, image_size: int = 0, **options):
+        return load_medmnist(flag, data_root, image_size, **options)
+
+    DATASETS.add(flag, factory, f"MedMNIST {flag}: {what}, {n} classes, 28 px "
+                 "(64/128/224 via --set image_size)")
+
+
+for _flag, (_n, _what) in FLAGS.items():
+    _register(_flag, _n, _what)
