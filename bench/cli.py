@@ -13,6 +13,7 @@ from .errors import BenchError
 
 SUBCOMMANDS = (
     "bench.commands",  # list, run
+    "bench.report_cmd",  # report
 )
 
 
