@@ -43,13 +43,17 @@ def _panel(ax, ax_hist, label: str, d: dict) -> None:
     filled = d["share"] > 0
     c, w = d["centers"][filled], d["width"]
     ax.bar(c, d["acc"][filled], width=w, color="#4C72B0", edgecolor="black", lw=0.5,
-           label="accuracy")
+           label="accuracy", zorder=1)
+    # Transparent, hatched gap bars: where the model is under-confident they
+    # lie over the accuracy bar, which must stay visible underneath.
     gap = d["conf"][filled] - d["acc"][filled]
-    ax.bar(c, gap, bottom=d["acc"][filled], width=w, color="#DD8452", alpha=0.45,
-           edgecolor="#C44E52", hatch="//", lw=0.5, label="gap to confidence")
-    ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="perfect calibration")
-    ax.set(xlim=(0, 1), ylim=(0, 1), xticklabels=[])
-    ax.set_title(f"{label}\nECE {d['ece'] * 100:.2f}, gap {d['gap'] * 100:+.2f}", fontsize=9)
+    ax.bar(c, gap, bottom=d["acc"][filled], width=w, facecolor=(0.77, 0.31, 0.32, 0.15),
+           edgecolor="#C44E52", hatch="///", lw=0.8, label="gap to mean confidence", zorder=2)
+    ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="perfect calibration", zorder=3)
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.tick_params(labelbottom=False)
+    ax.set_title(f"{label}\nECE {d['ece'] * 100:.2f} | conf-acc {d['gap'] * 100:+.2f}",
+                 fontsize=9)
     ax_hist.bar(d["centers"], d["share"] * 100, width=d["width"], color="grey",
                 edgecolor="black", lw=0.5)
     ax_hist.set(xlim=(0, 1), xlabel="confidence")
