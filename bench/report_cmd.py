@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 from . import aggregate, latex, plots, stats, store, textables
@@ -149,16 +150,14 @@ def _probs(run) -> tuple:
     return p["test_logits"], p["test_labels"]
 
 
-def reliability_panels(runs, seed=None) -> list[tuple]:
+def reliability_panels(runs, seed=None, sections=DEFAULT_SECTIONS) -> list[tuple]:
     """(label, probs, labels) per method of one dataset/backbone, pooled over
     seeds (or one seed), in table order, with D-Ens when pooled."""
-    import numpy as np
-
     by_method: dict = {}
     for r in runs:
         if seed is None or r.seed == seed:
             by_method.setdefault(r.method, []).append(_probs(r))
-    order = [m for sec in DEFAULT_SECTIONS for m in sec] + sorted(by_method)
+    order = [m for sec in sections for m in sec] + sorted(by_method)
     panels = []
     for m in dict.fromkeys(order):
         if m == "dens" and seed is None and len(by_method.get("sl1h", [])) >= 2:
@@ -171,7 +170,8 @@ def reliability_panels(runs, seed=None) -> list[tuple]:
     return panels
 
 
-def make_reliability(runs, out: Path, per_seed: bool, progress: bool) -> list[Path]:
+def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
+                     sections=DEFAULT_SECTIONS) -> list[Path]:
     cells: dict = {}
     for r in runs:
         cells.setdefault((r.dataset, r.backbone), []).append(r)
@@ -180,7 +180,7 @@ def make_reliability(runs, out: Path, per_seed: bool, progress: bool) -> list[Pa
         seeds = [None] + (sorted({r.seed for r in rs}) if per_seed else [])
         for seed in seeds:
             what = "pooled over seeds" if seed is None else f"seed {seed}"
-            fig = plots.reliability_figure(reliability_panels(rs, seed),
+            fig = plots.reliability_figure(reliability_panels(rs, seed, sections),
                                            f"{dataset_name(ds)} / {backbone_name(bb)} ({what})")
             stem = f"reliability_{ds}_{bb}" + ("" if seed is None else f"_seed{seed}")
             written += plots.save(fig, out / "figures" / stem)
@@ -252,7 +252,8 @@ def report(args) -> int:
     written += write_tables(tables, out)
     figures = []
     if not args.no_plots:
-        figures += make_reliability(runs, out, args.per_seed, not args.no_progress)
+        figures += make_reliability(runs, out, args.per_seed, not args.no_progress,
+                                    parse_sections(args.order))
         cd_files, f_rows, f_notes = make_friedman(tables, out, args.alpha)
         figures += cd_files
         notes += f_notes

@@ -150,7 +150,8 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     """groups: (dataset, backbone, row key) -> aggregate.Group; expected: the
     seeds asked (n/N marks short cells). sig: optional
     (backbone, row key) -> {metric: bool}. None when nothing to show."""
-    bbs = backbones or order_backbones({b for d, b, _ in groups if d == dataset})
+    have = {b for d, b, _ in groups if d == dataset}
+    bbs = [b for b in backbones if b in have] if backbones else order_backbones(have)
     methods = {g.method if k.endswith(("+ts", "@ts-base")) else k
                for (d, b, k), g in groups.items() if d == dataset and b in bbs}
     if kind == "ts":

@@ -3,10 +3,11 @@ import csv
 
 import numpy as np
 import pytest
-from report_records import write_known
+from report_records import N_TEST, write_known
 
-from bench import plots
+from bench import aggregate, plots
 from bench.cli import main
+from bench.report_cmd import reliability_panels
 
 
 def test_reliability_data_hand_example():
@@ -34,10 +35,9 @@ def test_report_figures(tmp_path):
     root, out = tmp_path / "results", tmp_path / "reports"
     write_known(root)
     assert main(["report", "--results", str(root), "--out", str(out), "--no-ts",
-                 "--no-progress", "--per-seed", "--backbone", "resnet50,convnext_tiny"]) == 0
+                 "--no-progress"]) == 0
     figs = out / "figures"
-    for stem in ["reliability_toy_resnet50", "reliability_toy_convnext_tiny",
-                 "reliability_toy_resnet50_seed0", "reliability_toy_convnext_tiny_seed2", "cd_rank"]:
+    for stem in ["reliability_toy_resnet50", "reliability_toy_convnext_tiny", "cd_rank", "cd_nll"]:
         png, pdf = figs / f"{stem}.png", figs / f"{stem}.pdf"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", stem
         assert pdf.read_bytes()[:5] == b"%PDF-", stem
@@ -46,3 +46,13 @@ def test_report_figures(tmp_path):
     assert int(rows["rank"]["blocks"]) == 2 and int(rows["rank"]["methods"]) == 5
     assert "![reliability_toy_resnet50](figures/reliability_toy_resnet50.png)" in \
         (out / "report.md").read_text()
+
+    # what the panels hold: pooled = every seed's test set, D-Ens included;
+    # per seed = that seed only, no D-Ens (it exists only across seeds)
+    runs = [r for r in aggregate.load_runs(root) if r.backbone == "convnext_tiny"]
+    pooled = reliability_panels(runs)
+    assert [p[0] for p in pooled] == ["SL1H", "LS", "D-Ens", "2HML", "4HML"]
+    assert [len(p[2]) for p in pooled] == [3 * N_TEST, 2 * N_TEST, N_TEST, 3 * N_TEST, 3 * N_TEST]
+    seed2 = reliability_panels(runs, seed=2)
+    assert [p[0] for p in seed2] == ["SL1H", "2HML", "4HML"]  # LS has no seed 2
+    assert all(len(p[2]) == N_TEST for p in seed2)
