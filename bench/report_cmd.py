@@ -78,7 +78,10 @@ def load(args):
                                _csv_list(args.method))
     if args.seeds:
         runs = [r for r in runs if r.seed < args.seeds]
-    failures = aggregate.find_failures(args.results)
+    done = {(r.dataset, r.backbone, r.method, str(r.seed)) for r in runs}
+    # a failure that a later rerun replaced by a finished record is history, not news
+    failures = [f for f in aggregate.find_failures(args.results)
+                if (f["dataset"], f["backbone"], f["method"], str(f["seed"])) not in done]
     if not runs:
         found = sorted({p.relative_to(args.results).parts[0] for p in
                         store.iter_records(args.results)}) if Path(args.results).exists() else []

@@ -75,3 +75,6 @@ def write_failures(root: Path, dataset: str = "toy") -> None:
     bad.mkdir(parents=True, exist_ok=True)
     (bad / "metrics.json").write_text(json.dumps({"status": "failed", "error": "loss is NaN"}))
     (root / dataset / "broken.failed.json").write_text("{not json")
+    # an old failure of a run that has since finished: not listed
+    (root / dataset / "resnet50" / "sl1h" / "abc123" / "seed0.failed.json").write_text(
+        json.dumps({"reason": "killed"}))

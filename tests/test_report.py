@@ -61,6 +61,7 @@ def test_failed_runs_listed_without_crashing(done):
     assert reasons[("ls", "2")] == "CUDA out of memory"
     assert reasons[("mixup", "0")] == "loss is NaN"
     assert any("unreadable" in r["reason"] for r in rows)
+    assert ("sl1h", "0") not in reasons  # superseded: that run finished later (see below)
     md = (done[1] / "report.md").read_text()
     assert "CUDA out of memory" in md and "88.50 (2/3)" in md
 
