@@ -20,8 +20,8 @@ from . import aggregate, latex, plots, stats, store, textables
 from .calibration import ensemble_probs
 from .errors import BenchError
 from .metrics import head_probs
-from .tables import (CAPTIONS, DEFAULT_SECTIONS, REFERENCE, backbone_name, build_table,
-                     dataset_name, method_name, missing_notes)
+from .tables import (CAPTIONS, REFERENCE, backbone_name, build_table, dataset_name, method_name,
+                     missing_notes, ordered_methods)
 
 KINDS = ("main", "std", "ts")
 FRIEDMAN_METRICS = (("rank", False), ("acc", True), ("ece", False), ("nll", False))
@@ -35,7 +35,7 @@ def _csv_list(values) -> list[str] | None:
 def parse_sections(text: str | None):
     """'sl1h,ls;dens;2hml,4hml' -> sections of method keys (';' = double rule)."""
     if not text:
-        return DEFAULT_SECTIONS
+        return None  # the paper's order, unknown methods appended
     sections = tuple(tuple(m.strip() for m in sec.split(",") if m.strip())
                      for sec in text.split(";"))
     if not any(sections):
@@ -52,8 +52,9 @@ def add_parser(sub) -> None:
         p.add_argument(f"--{flag}", action="append", help=f"only these {flag}s (comma list)")
     p.add_argument("--config", help="config-hash prefix, when a method has several configs")
     p.add_argument("--seeds", type=int, help="seeds asked (0..N-1); default: every seed seen")
-    p.add_argument("--order", help="row order, ';' between double-ruled sections "
-                                   "(default 'sl1h,ls,mbls,mixup,dca,focal,adafocal;dens;2hsl,2hml,4hml')")
+    p.add_argument("--order", help="rows, e.g. 'sl1h,ls;dens;2hml,4hml' (';' = double rule); "
+                                   "default: the paper's order; an explicit order shows only "
+                                   "the methods it names")
     for kind in KINDS:
         p.add_argument(f"--caption-{kind}", help=f"LaTeX caption of the {kind} table "
                                                  "({dataset} and {n} are filled in)")
@@ -153,16 +154,16 @@ def _probs(run) -> tuple:
     return p["test_logits"], p["test_labels"]
 
 
-def reliability_panels(runs, seed=None, sections=DEFAULT_SECTIONS) -> list[tuple]:
+def reliability_panels(runs, seed=None, sections=None) -> list[tuple]:
     """(label, probs, labels) per method of one dataset/backbone, pooled over
     seeds (or one seed), in table order, with D-Ens when pooled."""
     by_method: dict = {}
     for r in runs:
         if seed is None or r.seed == seed:
             by_method.setdefault(r.method, []).append(_probs(r))
-    order = [m for sec in sections for m in sec] + sorted(by_method)
+    order = [m for sec in ordered_methods(set(by_method) | {"dens"}, sections) for m in sec]
     panels = []
-    for m in dict.fromkeys(order):
+    for m in order:
         if m == "dens" and seed is None and len(by_method.get("sl1h", [])) >= 2:
             sl = by_method["sl1h"]
             panels.append(("D-Ens", ensemble_probs([lg for lg, _ in sl]), sl[0][1]))
@@ -174,7 +175,7 @@ def reliability_panels(runs, seed=None, sections=DEFAULT_SECTIONS) -> list[tuple
 
 
 def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
-                     sections=DEFAULT_SECTIONS) -> list[Path]:
+                     sections=None) -> list[Path]:
     cells: dict = {}
     for r in runs:
         cells.setdefault((r.dataset, r.backbone), []).append(r)

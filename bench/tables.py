@@ -98,16 +98,18 @@ def order_backbones(keys) -> list[str]:
     return known + sorted(k for k in keys if k not in BACKBONE_NAMES)
 
 
-def ordered_methods(present, sections=DEFAULT_SECTIONS) -> list[list[str]]:
-    """Sections of method keys in display order, keeping only those present."""
-    known = {m for sec in sections for m in sec}
-    extra = sorted(m for m in present if m not in known)
-    out = [[m for m in sec if m in present] for sec in sections]
-    out[-1] += extra
+def ordered_methods(present, sections=None) -> list[list[str]]:
+    """Sections of method keys in display order, keeping only those present.
+    With the default order, methods it does not name (e.g. 3hml) join the
+    last section; an explicit order shows exactly the methods it names."""
+    out = [[m for m in sec if m in present] for sec in (sections or DEFAULT_SECTIONS)]
+    if sections is None:
+        known = {m for sec in DEFAULT_SECTIONS for m in sec}
+        out[-1] += sorted(m for m in present if m not in known)
     return [sec for sec in out if sec]
 
 
-def table_rows(kind: str, present, sections=DEFAULT_SECTIONS) -> list[Row]:
+def table_rows(kind: str, present, sections=None) -> list[Row]:
     rows = []
     for i, sec in enumerate(ordered_methods(present, sections)):
         for m in sec:
@@ -144,7 +146,7 @@ def block_cells(rows, backbone, groups, dataset, expected, sig=None) -> dict:
 
 
 def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbones=None,
-                sections=DEFAULT_SECTIONS, cost: bool = False, sig: dict | None = None,
+                sections=None, cost: bool = False, sig: dict | None = None,
                 sig_test: str | None = None, caption: str | None = None,
                 notes=()) -> Table | None:
     """groups: (dataset, backbone, row key) -> aggregate.Group; expected: the

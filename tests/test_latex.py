@@ -168,3 +168,18 @@ def test_wrappers_compile_with_pdflatex(report, tmp_path):
         errors = [ln for ln in res.stdout.splitlines() if ln.startswith("!")]
         assert res.returncode == 0 and not errors, f"{w.name}: {errors or res.stdout[-2000:]}"
         assert (work / f"{w.stem}.pdf").stat().st_size > 1000
+
+
+def test_order_sections_and_caption_are_configurable(report):
+    from bench import aggregate, latex
+    from bench.tables import build_table
+
+    runs = aggregate.load_runs(report[0])
+    groups, _ = aggregate.build_groups(runs, with_ts=False)
+    t = build_table("main", "toy", groups, (0, 1, 2), sections=(("4hml", "sl1h"), ("ls",)),
+                    caption=r"My {dataset} table over {n} seeds")
+    tex = latex.fragment(t)
+    # an explicit order shows exactly the methods it names
+    assert [label for label, _ in body_rows(tex)] == ["4HML", "SL1H", "LS"]
+    assert r"\textbf{SL1H}" in tex.split("\\midrule\n\\midrule")[0]
+    assert r"\caption{My Toy table over 3 seeds}" in tex or r"\caption{My toy table over 3 seeds}" in tex
