@@ -107,7 +107,7 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
     if missing:
         out.append("$^{n/N}$ mean over only $n$ of the $N$ seeds asked: "
                    + tex_escape("; ".join(missing)) + ".")
-    if table.sig_test:
+    if table.any_sig:
         out.append(f"$^{{*}}$ differs from {method_name('sl1h')} ({tex_escape(table.sig_test)} "
                    "over seeds, paired by seed, two-sided $p<0.05$).")
     if table.cost:

@@ -74,9 +74,11 @@ def reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], title: 
         if c == 0:
             ax.set_ylabel("accuracy")
             ax_hist.set_ylabel("% samples")
-    fig.axes[0].legend(loc="upper left", fontsize=7, frameon=False)
+    handles, names = fig.axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=3, fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.subplots_adjust(top=1 - 0.7 / fig.get_figheight(), hspace=0.55)
+    fig.subplots_adjust(top=1 - 0.7 / fig.get_figheight(), bottom=0.55 / fig.get_figheight() + 0.08,
+                        hspace=0.55)
     return fig
 
 

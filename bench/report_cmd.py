@@ -205,9 +205,10 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
         labels = list(dict.fromkeys(r.label for t in mains for r in t.rows))
         methods, blocks, scores = stats.complete_blocks(table, labels)
         if len(methods) < 3 or len(blocks) < 2:
-            notes.append(f"Friedman/{metric}: needs >= 3 methods present in >= 2 (dataset, "
-                         f"backbone) blocks; have {len(methods)} methods, {len(blocks)} blocks")
-            continue
+            notes.append(f"no Friedman test / CD diagram: needs >= 3 methods present in >= 2 "
+                         f"(dataset, backbone) blocks; have {len(methods)} methods in "
+                         f"{len(blocks)} blocks")
+            break  # the same for every metric
         f = stats.friedman(scores, methods, ["/".join(b) for b in blocks], higher, alpha)
         rows.append([metric, len(blocks), len(methods), f.statistic, f.p, f.cd,
                      " ".join(f"{m}={r:.3f}" for m, r in zip(f.methods, f.avg_ranks))])

@@ -91,6 +91,11 @@ class Table:
     sig_test: str | None = None  # name of the test used for the marks, if any
     notes: tuple = ()
 
+    @property
+    def any_sig(self) -> bool:
+        """A significance footnote only where some cell carries a mark."""
+        return bool(self.sig_test) and any(any(c.sig.values()) for c in self.cells.values())
+
 
 def order_backbones(keys) -> list[str]:
     """The paper's column order (ResNet50, ConvNeXt, Swin-T), then the rest."""
