@@ -64,21 +64,22 @@ def reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], title: 
     n = len(panels)
     cols = min(n, PANELS_PER_ROW)
     nrows = -(-n // cols)
-    fig = plt.figure(figsize=(2.6 * cols + 0.6, 3.4 * nrows + 0.6))
-    grid = fig.add_gridspec(2 * nrows, cols, height_ratios=[3, 1] * nrows, hspace=0.15)
+    height = 3.9 * nrows + 1.4
+    fig = plt.figure(figsize=(2.7 * cols + 0.6, height))
+    outer = fig.add_gridspec(nrows, cols, hspace=0.4, wspace=0.28, top=1 - 0.95 / height,
+                             bottom=0.75 / height)
     for i, (label, probs, labels) in enumerate(panels):
         r, c = divmod(i, cols)
-        ax = fig.add_subplot(grid[2 * r, c])
-        ax_hist = fig.add_subplot(grid[2 * r + 1, c], sharex=ax)
+        inner = outer[r, c].subgridspec(2, 1, height_ratios=[3, 1], hspace=0.08)
+        ax = fig.add_subplot(inner[0])
+        ax_hist = fig.add_subplot(inner[1], sharex=ax)
         _panel(ax, ax_hist, label, reliability_data(probs, labels))
         if c == 0:
             ax.set_ylabel("accuracy")
             ax_hist.set_ylabel("% samples")
     handles, names = fig.axes[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=3, fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=10)
-    fig.subplots_adjust(top=1 - 0.7 / fig.get_figheight(), bottom=0.55 / fig.get_figheight() + 0.08,
-                        hspace=0.55)
+    fig.suptitle(title, fontsize=10, y=1 - 0.12 / height)
     return fig
 
 

@@ -64,6 +64,10 @@ def test_failed_runs_listed_without_crashing(done):
     assert ("sl1h", "0") not in reasons  # superseded: that run finished later (see below)
     md = (done[1] / "report.md").read_text()
     assert "CUDA out of memory" in md and "88.50 (2/3)" in md
+    # Markdown marks: ResNet50 best 4HML 2.0, second D-Ens 2.3 (as in the LaTeX test)
+    main_md = (done[1] / "tables" / "toy_main.md").read_text()
+    line = next(ln for ln in main_md.splitlines() if ln.startswith("| 4HML"))
+    assert "**_2.0_**" in line and "**2.7**" in line  # ResNet50 best, ConvNeXt second
 
 
 def _paired_t_p(a, b):
