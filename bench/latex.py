@@ -107,6 +107,8 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
     if missing:
         out.append("$^{n/N}$ mean over only $n$ of the $N$ seeds asked: "
                    + tex_escape("; ".join(missing)) + ".")
+    if table.any_empty:
+        out.append("--: no finished run for that backbone.")
     if table.any_sig:
         out.append(f"$^{{*}}$ differs from {method_name('sl1h')} ({tex_escape(table.sig_test)} "
                    "over seeds, paired by seed, two-sided $p<0.05$).")

@@ -92,6 +92,11 @@ class Table:
     notes: tuple = ()
 
     @property
+    def any_empty(self) -> bool:
+        """Some row has no finished run for some backbone (shown as --)."""
+        return any((r.key, b) not in self.cells for r in self.rows for b in self.backbones)
+
+    @property
     def any_sig(self) -> bool:
         """A significance footnote only where some cell carries a mark."""
         return bool(self.sig_test) and any(any(c.sig.values()) for c in self.cells.values())

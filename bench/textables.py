@@ -75,6 +75,8 @@ def render(table: Table, markdown: bool = False, missing=()) -> str:
     notes = []
     if missing:
         notes.append("(n/N): mean over only n of the N seeds asked: " + "; ".join(missing))
+    if table.any_empty:
+        notes.append("--: no finished run for that backbone")
     if table.any_sig:
         notes.append(f"*: differs from SL1H ({table.sig_test} over seeds, p < 0.05)")
     notes.append("Gap: mean confidence - accuracy (x100); < 0 means under-confident")

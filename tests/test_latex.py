@@ -183,3 +183,16 @@ def test_order_sections_and_caption_are_configurable(report):
     assert [label for label, _ in body_rows(tex)] == ["4HML", "SL1H", "LS"]
     assert r"\textbf{SL1H}" in tex.split("\\midrule\n\\midrule")[0]
     assert r"\caption{My Toy table over 3 seeds}" in tex or r"\caption{My toy table over 3 seeds}" in tex
+
+
+def test_a_backbone_without_runs_shows_dashes_and_a_footnote(report):
+    from bench import aggregate, latex
+    from bench.tables import build_table
+
+    runs = [r for r in aggregate.load_runs(report[0])
+            if (r.backbone, r.method) != ("convnext_tiny", "4hml")]
+    groups, _ = aggregate.build_groups(runs, with_ts=False)
+    tex = latex.fragment(build_table("main", "toy", groups, (0, 1, 2)))
+    cells = dict(body_rows(tex))["4HML"]
+    assert cells[4:] == ["--"] * 4 and cells[3] == r"\underline{\textbf{2.0}}"
+    assert "--: no finished run for that backbone." in tex
