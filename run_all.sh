@@ -11,6 +11,7 @@ RESULTS=${RESULTS:-results}
 
 if [ "${1:-}" = "--quick" ]; then
     "$BENCH" run --method sl1h --dataset digits --seeds 5 --profile quick --results "$RESULTS"
+    "$BENCH" report --results "$RESULTS" --out "${REPORTS:-reports}" --dataset digits
     exit 0
 fi
 
@@ -20,3 +21,4 @@ for dataset in chaoyang kvasir pathmnist; do
             --seeds 5 --profile paper --pretrained-if-needed --results "$RESULTS"
     done
 done
+"$BENCH" report --results "$RESULTS" --out "${REPORTS:-reports}"

@@ -15,3 +15,12 @@ fi
     | grep -v '^WARNING: Location' || true
 .venv/bin/python -c "import bench.methods, bench.datasets, torch" \
     || { echo "setup.sh: installation failed" >&2; exit 1; }
+# pdflatex for `bench report` tables and their compile test (booktabs,
+# rotating, amssymb all come with texlive-latex-recommended). Only where it is
+# missing and apt-get exists (root, or passwordless sudo); never fatal.
+if ! command -v pdflatex >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"
+    { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+        --no-install-recommends texlive-latex-recommended; } >/dev/null 2>&1 \
+        || echo "setup.sh: could not install texlive-latex-recommended (pdflatex); LaTeX compile tests will fail" >&2
+fi

@@ -14,6 +14,7 @@ from .errors import BenchError
 SUBCOMMANDS = (
     "bench.commands",  # list, run
     "bench.data_cmd",  # data check
+    "bench.report_cmd",  # report
 )
 
 
