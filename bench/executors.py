@@ -7,11 +7,10 @@ failed). Run failures never raise; only a broken executor does.
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import queue
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -82,7 +81,7 @@ def run_local(specs, opts, on_outcome) -> None:
     free: "queue.Queue[str | None]" = queue.Queue()
     for slot in slots:
         free.put(slot)
-    threads = max(1, (os.cpu_count() or 1) // len(slots))  # CPU runs must not oversubscribe
+    threads = max(1, (os.cpu_count() or 1) // len(slots))  # cores shared out between slots
 
     def one(spec):
         slot = free.get()  # a thread only starts when a slot is free, so this never waits
@@ -97,26 +96,39 @@ def run_local(specs, opts, on_outcome) -> None:
         on_outcome(outcome)
 
 
+_CONTEXT = None
+# Imported once by the fork server, so a run's process starts in milliseconds
+# instead of re-importing torch; CUDA is never initialised there.
+PRELOAD = ["bench.worker", "bench.runner", "bench.methods", "bench.datasets",
+           "sklearn.model_selection", "sklearn.datasets"]
+
+
+def _context():
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
 def _spawn(spec, slot: str | None, threads: int) -> dict:
-    env = dict(os.environ, BENCH_SWEEP_PID=str(os.getpid()))
-    if slot is not None:
-        env["CUDA_VISIBLE_DEVICES"] = slot  # the run sees exactly one GPU, as cuda:0
-        if spec.device and spec.device.startswith("cuda"):
-            spec = _with_device(spec, "cuda")
-    else:
-        env.setdefault("OMP_NUM_THREADS", str(threads))
+    from .worker import child_main
+
+    if slot is not None and spec.device and spec.device.startswith("cuda"):
+        spec = _with_device(spec, "cuda")  # the run sees exactly one GPU, as cuda:0
     report = runstate.side_file(spec.record, f"outcome-{uuid.uuid4().hex[:8]}.json")
     log = runstate.log_path(spec.record)
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "bench.worker", str(report)],
-                                stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
-                                env=env)
-        proc.communicate(spec.to_json().encode())
+    proc = _context().Process(target=child_main, name=f"bench {spec.label}", daemon=False,
+                              args=(spec.to_json(), str(report), str(log), slot, threads,
+                                    (os.getpid(), runstate.proc_start(os.getpid()))))
+    proc.start()
+    proc.join()
     outcome = runstate.read_json(report)
     report.unlink(missing_ok=True)
     if outcome is None:
-        outcome = died(spec, _exit_reason(proc.returncode), pid=proc.pid)
+        outcome = died(spec, _exit_reason(proc.exitcode), pid=proc.pid)
     return {**outcome, "slot": slot}
 
 

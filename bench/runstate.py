@@ -57,18 +57,25 @@ def _write_atomic(path: Path, obj: dict) -> None:
 
 
 # ------------------------------------------------------------------- lock --
-def _proc_start(pid: int) -> str | None:
-    """Kernel start time of `pid` (guards against a recycled pid), Linux only."""
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (Linux only)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
+            return f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
 
 
-def _pid_alive(pid: int, start: str | None) -> bool:
+def proc_start(pid: int) -> str | None:
+    """Kernel start time of `pid` (guards against a recycled pid), Linux only."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields else None
+
+
+def pid_alive(pid: int, start: str | None) -> bool:
     if start is not None and Path("/proc/self/stat").exists():
-        return _proc_start(pid) == start
+        fields = _proc_stat(pid)  # a zombie (state Z) is dead, only not yet reaped
+        return bool(fields) and fields[0] not in ("Z", "X") and fields[19] == start
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -86,7 +93,7 @@ def holder_alive(holder: dict | None, path: Path) -> bool:
     if not holder:  # being created right now, or garbage left by a crash
         return age < FRESH_EMPTY_SECONDS
     if holder.get("host") == socket.gethostname():
-        return _pid_alive(int(holder["pid"]), holder.get("start"))
+        return pid_alive(int(holder["pid"]), holder.get("start"))
     return age < STALE_SECONDS
 
 
@@ -110,7 +117,7 @@ def acquire(record) -> str | None:
     """Take the run's lock for this process: None on success, else who holds it."""
     path = lock_path(record)
     path.parent.mkdir(parents=True, exist_ok=True)
-    me = {"pid": os.getpid(), "host": socket.gethostname(), "start": _proc_start(os.getpid()),
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "start": proc_start(os.getpid()),
           "since": time.time(), "slurm_job": slurm_job_id()}
     for _ in range(3):
         try:

@@ -1,9 +1,9 @@
 """Train one RunSpec in this process and say what happened, never raising for
 the run's own failure: the sweep goes on and the failure is written down.
 
-Used in-process by SLURM jobs (submitit) and as `python -m bench.worker
-OUTCOME.json < spec.json` by the local executor, which gives every run a
-process of its own (pinned GPU, memory freed at exit, a SIGKILL hits one run).
+Used in-process by SLURM jobs (submitit), and through `child_main` by the
+local executor, which gives every run a process of its own (pinned GPU,
+memory freed at exit, a SIGKILL hits one run).
 """
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def classify(err: BaseException, spec: RunSpec) -> str:
 
     first = (str(err).strip().splitlines() or [""])[0]
     if isinstance(err, NonFiniteLoss):
-        return f"non-finite loss: {first}"
+        return first if first.startswith("non-finite loss") else f"non-finite loss: {first}"
     if _is_oom(err):
         return (f"out of GPU memory at batch size {spec.train.batch_size} (never reduced: "
                 f"use a larger GPU, a smaller image size or --jobs-per-gpu 1): {first[:120]}")
@@ -147,34 +147,40 @@ def _last_step(err: BaseException, counter) -> int | None:
     return counter.step if counter is not None else None
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this worker when the sweep that started it dies, so a killed
-    sweep leaves no orphan training (its locks go stale and a rerun takes over)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
+def _die_with_sweep(pid: int, start: str | None, every: float = 0.5) -> None:
+    """SIGKILL this run as soon as the sweep that started it is gone, so a killed
+    sweep leaves no orphan training (its lock goes stale and a rerun takes over).
+    A watcher thread, because our parent is the fork server, which outlives the
+    sweep while any of its children do (PR_SET_PDEATHSIG would never fire)."""
     import signal
+    import threading
 
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    except OSError:
-        return
-    if os.getppid() != int(os.environ.get("BENCH_SWEEP_PID", os.getppid())):
-        os._exit(1)  # the sweep died before prctl took effect
+    def watch():
+        while runstate.pid_alive(pid, start):
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="watch-sweep", daemon=True).start()
 
 
-def main(argv: list[str]) -> int:
+def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: int,
+               sweep: tuple[int, str | None]) -> None:
+    """Entry point of a local run's own process (forked from a server that has
+    torch imported but never initialised CUDA, so pinning here still works)."""
     import json
 
-    _die_with_parent()
-    spec = RunSpec.from_json(sys.stdin.read())
-    outcome = execute(spec)
-    tmp = argv[0] + ".tmp"
-    with open(tmp, "w") as f:
+    import torch
+
+    _die_with_sweep(*sweep)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)  # library output (warnings, tracebacks) goes to the run's log
+    os.dup2(fd, 2)
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu  # read when CUDA initialises: not yet
+    # Runs side by side must not oversubscribe the cores: measured on a busy
+    # 2-core machine, two runs with 2 torch threads each stepped ~10x slower.
+    torch.set_num_threads(threads)
+    outcome = execute(RunSpec.from_json(spec_json))
+    with open(report + ".tmp", "w") as f:
         json.dump(outcome, f)
-    os.replace(tmp, argv[0])
-    return 1 if outcome["status"] == "failed" else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    os.replace(report + ".tmp", report)
