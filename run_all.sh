@@ -29,8 +29,10 @@ report() {
 
 status=0
 if [ "$MODE" = quick ]; then
+    # Small CPU runs: several side by side (one torch thread each) beat one run
+    # with every core. JOBS=1 ./run_all.sh --quick runs them one at a time.
     "$BENCH" run --method all --dataset digits --seeds 5 --profile quick \
-        --results "$RESULTS" "$@" || status=$?
+        --jobs "${JOBS:-$(nproc 2>/dev/null || echo 1)}" --results "$RESULTS" "$@" || status=$?
     report
     exit "$status"
 fi

@@ -64,7 +64,7 @@ def resolve_run(args):
 
     seeds = parse_seeds(args.seeds)
     base = get_profile(args.profile)
-    datasets = expand_names(args.dataset, DATASETS.names(), "dataset")
+    datasets = expand_names(args.dataset, DATASETS.names(), "dataset", DATASETS)
     backbones = None
     if args.backbone is not None:
         backbones = expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES)
