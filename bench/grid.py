@@ -146,6 +146,7 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
             if backbone is None:
                 backbone = bundle_for(dataset, "", cfg.image_size, data_root).default_backbone
             for method in methods:
+                _check(method, dataset, backbone, cfg, data_root)
                 proto = RunSpec(dataset, backbone, method.name,
                                 tuple(sorted(overrides.get(method.name, {}).items())), cfg, 0, "",
                                 str(results), data_root, device, force)
@@ -153,6 +154,14 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
                 chash, experiments[exp.chash] = exp.chash, exp
                 specs += [dataclasses.replace(proto, seed=s, chash=chash) for s in seeds]
     return specs, experiments
+
+
+def _check(method, dataset, backbone, cfg, data_root) -> None:
+    """Method/dataset mismatches (e.g. more heads than classes) stop the sweep
+    before anything trains; methods without a `check` accept every dataset."""
+    check = getattr(method, "check", None)
+    if check is not None:
+        check(bundle_for(dataset, backbone, cfg.image_size, data_root).num_classes)
 
 
 # ------------------------------------------------------------------ status --

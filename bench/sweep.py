@@ -62,8 +62,8 @@ def summary_text(outcomes) -> str:
                  o.get("log", "")] for o in bad]
         lines.append(tabulate(rows, headers=["run", "status", "reason", "last step", "log"],
                               tablefmt="github"))
-    lines.append(f"sweep: {c['done']} done, {c['skipped']} skipped (already done), "
-                 f"{c['failed']} failed, {c['busy']} busy (trained by another live process)")
+    busy = f", {c['busy']} busy (held by another live sweep)" if c["busy"] else ""
+    lines.append(f"{c['done']} trained, {c['skipped']} already done, {c['failed']} failed{busy}")
     return "\n".join(lines)
 
 

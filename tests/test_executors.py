@@ -65,7 +65,7 @@ def test_submitit_local_executor_runs_a_two_run_grid_and_resumes(tmp_path, capsy
             "--submitit-cluster", "local", "--gpus-per-job", "0", "--time", "5"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "sweep: 2 done, 0 skipped" in out
+    assert "2 trained, 0 already done, 0 failed" in out
     specs = specs_for(run_args(tmp_path, "--seeds", "2"))
     assert complete(specs) == specs
     assert len(_job_folders(tmp_path)) == 2  # one submitit job per run
@@ -73,7 +73,7 @@ def test_submitit_local_executor_runs_a_two_run_grid_and_resumes(tmp_path, capsy
         config = store.read_json(spec.record / "config.json")
         assert config["seed"] == spec.seed and config["config_hash"] == spec.chash
     assert main(argv) == 0  # resumable the same way: nothing is submitted again
-    assert "sweep: 0 done, 2 skipped" in capsys.readouterr().out
+    assert "0 trained, 2 already done, 0 failed" in capsys.readouterr().out
     assert len(_job_folders(tmp_path)) == 2
 
 

@@ -125,7 +125,7 @@ def test_sigkilled_run_and_nan_run_fail_alone_while_the_rest_finish(tmp_path):
     assert "FAILED" in runstate.log_path(nan_run.record).read_text()
     assert not runstate.lock_path(long_run.record).exists()
     text = summary_text(outcomes)
-    assert "2 done, 0 skipped (already done), 2 failed" in text and "SIGKILL" in text
+    assert "2 trained, 0 already done, 2 failed" in text and "SIGKILL" in text
     assert exit_code(outcomes) == 1
 
 
@@ -134,7 +134,7 @@ def test_cli_exits_nonzero_on_nan(tmp_path, capsys):
             "--no-progress", *TINY, "--set", "lr=1e30"]
     assert main(argv) == 1
     out = capsys.readouterr().out
-    assert "non-finite loss" in out and "0 done" in out and "1 failed" in out
+    assert "non-finite loss" in out and "0 trained, 0 already done, 1 failed" in out
     spec = specs_for(run_args(tmp_path, "--seeds", "1", "--set", "lr=1e30"))[0]
     assert not store.is_complete(spec.record)
     assert "non-finite" in runstate.read_failure(spec.record)["reason"]
@@ -181,7 +181,45 @@ def test_sigkilled_sweep_reruns_only_missing_runs(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     trained = 3 - len(before)
-    assert f"sweep: {trained} done, {len(before)} skipped" in out
+    assert f"{trained} trained, {len(before)} already done, 0 failed" in out
     assert complete(specs) == specs
     for record, mtime in before.items():  # finished records were not retrained
         assert (record / "metrics.json").stat().st_mtime_ns == mtime
+
+
+# -------------------------------------------------------------- run_all --
+def _stub_repo(tmp_path, with_report: bool):
+    """run_all.sh beside a stub setup.sh and a stub bench that logs its calls."""
+    import shutil
+    from pathlib import Path
+
+    repo = tmp_path / "repo"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parent.parent / "run_all.sh", repo / "run_all.sh")
+    (repo / "setup.sh").write_text("#!/bin/sh\necho setup >> calls.txt\n")
+    report = "" if with_report else '[ "$1" = report ] && exit 2\n'
+    (repo / ".venv" / "bin" / "bench").write_text(
+        f"#!/bin/sh\n{report}echo \"$*\" >> calls.txt\n")
+    for f in ("run_all.sh", "setup.sh", ".venv/bin/bench"):
+        (repo / f).chmod(0o755)
+    return repo
+
+
+@pytest.mark.parametrize("with_report", [True, False])
+def test_run_all_calls_setup_then_the_grid_then_reports(tmp_path, with_report):
+    repo = _stub_repo(tmp_path, with_report)
+    env = {**os.environ, "JOBS": "3"}
+    subprocess.run(["./run_all.sh", "--quick", "--no-progress"], cwd=repo, check=True, env=env)
+    calls = (repo / "calls.txt").read_text().splitlines()
+    assert calls[0] == "setup"
+    assert calls[1] == ("run --method all --dataset digits --seeds 5 --profile quick --jobs 3 "
+                        "--results results --no-progress")
+    assert calls[2:] == (["report --help", "report --results results --out reports"]
+                         if with_report else [])
+    (repo / "calls.txt").unlink()
+    subprocess.run(["./run_all.sh"], cwd=repo, check=True, env=env)
+    calls = (repo / "calls.txt").read_text().splitlines()
+    backbones = "--backbone resnet50,convnext_tiny,swin_tiny --seeds 5 --profile paper"
+    assert calls[1] == (f"run --method all --dataset chaoyang,kvasir {backbones} --pretrained "
+                        "--results results")
+    assert calls[2] == f"run --method all --dataset pathmnist {backbones} --results results"
