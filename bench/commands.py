@@ -8,7 +8,8 @@ from .config import PROFILES, TrainConfig, apply_overrides, field_types, get_pro
 from .errors import choices_error
 from .executors import add_options as add_executor_options
 from .executors import check_options
-from .grid import build_specs, dry_run_table, expand_names, parse_seeds, training_methods
+from .grid import (build_specs, dry_run_table, expand_names, load_options, parse_seeds,
+                   training_methods)
 from .summary import summary_table
 
 
@@ -88,7 +89,8 @@ def run(args) -> int:
     check_options(args)
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
-                                     args.results, args.data_root, args.device, args.force)
+                                     args.results, args.data_root, args.device, args.force,
+                                     load_options(args), getattr(args, "weights", None))
     if args.dry_run:
         print(dry_run_table(specs))
         return 0

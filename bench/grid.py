@@ -86,6 +86,8 @@ class RunSpec:
     data_root: str | None = None
     device: str | None = None  # None: the worker's default (cuda if visible)
     force: bool = False
+    load_options: tuple = ()  # sorted (key, value) pairs for the dataset adapter
+    weights: str | None = None  # explicit initial backbone weights file
 
     @property
     def record(self) -> Path:
@@ -99,42 +101,51 @@ class RunSpec:
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
         d["method_overrides"] = [list(p) for p in self.method_overrides]
+        d["load_options"] = [list(p) for p in self.load_options]
         return json.dumps(d, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "RunSpec":
         d = json.loads(text)
         d["train"] = TrainConfig(**d["train"])
-        d["method_overrides"] = tuple(tuple(p) for p in d["method_overrides"])
+        for key in ("method_overrides", "load_options"):
+            d[key] = tuple(tuple(p) for p in d[key])
         return cls(**d)
 
 
-def bundle_for(dataset: str, backbone: str, image_size: int, data_root: str | None):
+def load_options(args) -> tuple:
+    """Adapter options of `bench run` (data options, --download) as sorted pairs."""
+    return ()
+
+
+def bundle_for(dataset: str, backbone: str, image_size: int, data_root: str | None,
+               options: tuple = ()):
     """The dataset as a run of `backbone` sees it (loaded once per process).
 
     The backbone is an argument so a per-backbone image size (ConvNeXt at
-    32 px on PathMNIST) would change only this function."""
-    return _load(dataset, image_size, data_root)
+    32 px on PathMNIST) changes only this function."""
+    return _load(dataset, image_size, data_root, options)
 
 
 @functools.lru_cache(maxsize=4)
-def _load(dataset: str, image_size: int, data_root: str | None):
+def _load(dataset: str, image_size: int, data_root: str | None, options: tuple):
     from bench.datasets import load_dataset
 
-    return load_dataset(dataset, data_root, image_size=image_size)
+    return load_dataset(dataset, data_root, image_size=image_size, **dict(options))
 
 
-def experiment_for(spec_or_parts, method):
-    """(Experiment, bundle) for a spec, as both the sweep and the worker compute it."""
+def experiment_for(spec: "RunSpec", method):
+    """(Experiment, bundle) for a spec, computed the same way by the sweep and the worker."""
     from .runner import make_experiment
 
-    s = spec_or_parts
-    bundle = bundle_for(s.dataset, s.backbone, s.train.image_size, s.data_root)
-    return make_experiment(bundle, s.backbone, method, s.train), bundle
+    bundle = bundle_for(spec.dataset, spec.backbone, spec.train.image_size, spec.data_root,
+                        spec.load_options)
+    return make_experiment(bundle, spec.backbone, method, spec.train), bundle
 
 
 def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
-                results: str, data_root=None, device=None, force=False):
+                results: str, data_root=None, device=None, force=False, options: tuple = (),
+                weights: str | None = None):
     """The grid in order dataset > backbone > method > seed (seeds innermost, so
     a method's seeds finish together). `backbones` None = each dataset's default;
     `methods` are Method objects with their overrides applied, `overrides` maps a
@@ -144,24 +155,25 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
     for dataset in datasets:
         for backbone in backbones or [None]:
             if backbone is None:
-                backbone = bundle_for(dataset, "", cfg.image_size, data_root).default_backbone
+                backbone = bundle_for(dataset, "", cfg.image_size, data_root,
+                                      options).default_backbone
             for method in methods:
-                _check(method, dataset, backbone, cfg, data_root)
                 proto = RunSpec(dataset, backbone, method.name,
                                 tuple(sorted(overrides.get(method.name, {}).items())), cfg, 0, "",
-                                str(results), data_root, device, force)
-                exp = experiment_for(proto, method)[0]
+                                str(results), data_root, device, force, options, weights)
+                exp, bundle = experiment_for(proto, method)
+                _check(method, bundle)
                 chash, experiments[exp.chash] = exp.chash, exp
                 specs += [dataclasses.replace(proto, seed=s, chash=chash) for s in seeds]
     return specs, experiments
 
 
-def _check(method, dataset, backbone, cfg, data_root) -> None:
+def _check(method, bundle) -> None:
     """Method/dataset mismatches (e.g. more heads than classes) stop the sweep
     before anything trains; methods without a `check` accept every dataset."""
     check = getattr(method, "check", None)
     if check is not None:
-        check(bundle_for(dataset, backbone, cfg.image_size, data_root).num_classes)
+        check(bundle.num_classes)
 
 
 # ------------------------------------------------------------------ status --
