@@ -1,0 +1,192 @@
+"""Where the runs of a sweep execute: `local` (a joblib pool, one process per
+run, pinned to a GPU slot) or `slurm` (submitit job arrays).
+
+An executor is `fn(specs, opts, on_outcome)`: it trains every spec and calls
+`on_outcome(outcome_dict)` as each run ends (status done | skipped | busy |
+failed). Run failures never raise; only a broken executor does.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import signal
+import time
+import uuid
+from pathlib import Path
+
+from . import runstate
+from .errors import BenchError
+from .registry import Registry
+
+EXECUTORS = Registry("executor")
+
+
+def add_options(p) -> None:
+    p.add_argument("--executor", default="local", help="local | slurm")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="parallel runs: on CPU (default 1); with GPUs, a cap on the GPU slots")
+    p.add_argument("--jobs-per-gpu", type=int, default=1, help="runs sharing one GPU (local)")
+    g = p.add_argument_group("slurm (through submitit)")
+    g.add_argument("--partition", default=None, help="SLURM partition")
+    g.add_argument("--time", type=int, default=120, help="time limit per run, minutes")
+    g.add_argument("--gpus-per-job", type=int, default=1)
+    g.add_argument("--cpus-per-job", type=int, default=4)
+    g.add_argument("--array-parallelism", type=int, default=16,
+                   help="most array tasks running at once")
+    g.add_argument("--slurm-folder", default=None, help="submitit logs (default RESULTS/_submitit)")
+    g.add_argument("--submitit-cluster", default="slurm",
+                   help="slurm | local (same path on this machine, for testing) | debug")
+
+
+def check_options(opts) -> None:
+    EXECUTORS.get(opts.executor)
+    for name in ("jobs", "jobs_per_gpu", "time", "array_parallelism", "cpus_per_job"):
+        value = getattr(opts, name, None)
+        if value is not None and value < 1:
+            raise BenchError(f"--{name.replace('_', '-')} {value}: must be at least 1")
+    if opts.gpus_per_job < 0:
+        raise BenchError(f"--gpus-per-job {opts.gpus_per_job}: must be 0 or more")
+
+
+# ------------------------------------------------------------------ local --
+def visible_gpus(device: str | None) -> list[str]:
+    """GPU ids this sweep may use: --device cuda:N pins one, --device cpu none,
+    else CUDA_VISIBLE_DEVICES (ids or UUIDs) or every GPU torch sees."""
+    if device == "cpu":
+        return []
+    if device and device.startswith("cuda:"):
+        return [device.split(":", 1)[1]]
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def local_slots(gpus: list[str], jobs: int | None, jobs_per_gpu: int) -> list[str | None]:
+    """One slot per concurrent run: a GPU id (repeated jobs_per_gpu times) or None (CPU)."""
+    if not gpus:
+        return [None] * (jobs or 1)
+    slots = [g for _ in range(jobs_per_gpu) for g in gpus]  # spread before sharing
+    return slots[:jobs] if jobs else slots
+
+
+@EXECUTORS.register("local", "joblib pool on this machine, one process per run, pinned per GPU")
+def run_local(specs, opts, on_outcome) -> None:
+    from joblib import Parallel, delayed
+
+    slots = local_slots(visible_gpus(opts.device), opts.jobs, opts.jobs_per_gpu)
+    free: "queue.Queue[str | None]" = queue.Queue()
+    for slot in slots:
+        free.put(slot)
+    threads = max(1, (os.cpu_count() or 1) // len(slots))  # cores shared out between slots
+
+    def one(spec):
+        slot = free.get()  # a thread only starts when a slot is free, so this never waits
+        try:
+            return _spawn(spec, slot, threads)
+        finally:
+            free.put(slot)
+
+    # Threads only wait on child processes; the processes do the work.
+    pool = Parallel(n_jobs=len(slots), backend="threading", return_as="generator_unordered")
+    for outcome in pool(delayed(one)(spec) for spec in specs):
+        on_outcome(outcome)
+
+
+_CONTEXT = None
+# Imported once by the fork server, so a run's process starts in milliseconds
+# instead of re-importing torch; CUDA is never initialised there.
+PRELOAD = ["bench.worker", "bench.runner", "bench.methods", "bench.datasets",
+           "sklearn.model_selection", "sklearn.datasets"]
+
+
+def _context():
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+def _spawn(spec, slot: str | None, threads: int) -> dict:
+    from .worker import child_main
+
+    if slot is not None and spec.device and spec.device.startswith("cuda"):
+        spec = _with_device(spec, "cuda")  # the run sees exactly one GPU, as cuda:0
+    report = runstate.side_file(spec.record, f"outcome-{uuid.uuid4().hex[:8]}.json")
+    log = runstate.log_path(spec.record)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    proc = _context().Process(target=child_main, name=f"bench {spec.label}", daemon=False,
+                              args=(spec.to_json(), str(report), str(log), slot, threads,
+                                    (os.getpid(), runstate.proc_start(os.getpid()))))
+    proc.start()
+    proc.join()
+    outcome = runstate.read_json(report)
+    report.unlink(missing_ok=True)
+    if outcome is None:
+        outcome = died(spec, _exit_reason(proc.exitcode), pid=proc.pid)
+    return {**outcome, "slot": slot}
+
+
+def _with_device(spec, device):
+    import dataclasses
+
+    return dataclasses.replace(spec, device=device)
+
+
+def _exit_reason(rc: int) -> str:
+    if rc < 0:
+        name = signal.Signals(-rc).name
+        why = " (out-of-memory killer or a user)" if name == "SIGKILL" else ""
+        return f"process killed by {name}{why}"
+    return f"process exited with code {rc} before reporting (see the run's log)"
+
+
+def died(spec, reason: str, pid=None, job=None) -> dict:
+    """Record a run whose process ended without reporting (killed, crashed)."""
+    progress = runstate.read_progress(spec.record) or {}
+    last = progress.get("step", 0)
+    runstate.write_failure(spec.record, reason, last, log=str(runstate.log_path(spec.record)),
+                           pid=pid)
+    runstate.drop_lock_of(spec.record, pid=pid, job=job)  # stale now; a rerun needs no wait
+    with open(runstate.log_path(spec.record), "a") as f:
+        f.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] FAILED after step {last}: {reason}\n")
+    return {"label": spec.label, "record": str(spec.record), "status": "failed",
+            "reason": reason, "last_step": last, "pid": pid,
+            "log": str(runstate.log_path(spec.record))}
+
+
+# ------------------------------------------------------------------ slurm --
+@EXECUTORS.register("slurm", "SLURM job arrays through submitit (--submitit-cluster local to test)")
+def run_slurm(specs, opts, on_outcome) -> None:
+    try:
+        import submitit
+    except ImportError:
+        raise BenchError("--executor slurm needs submitit: pip install submitit") from None
+    from .worker import execute
+
+    specs = list(specs)
+    if not specs:
+        return
+    folder = Path(opts.slurm_folder or Path(specs[0].results) / "_submitit")
+    executor = submitit.AutoExecutor(folder=folder / "%j", cluster=opts.submitit_cluster)
+    params = {"timeout_min": opts.time, "gpus_per_node": opts.gpus_per_job,
+              "cpus_per_task": opts.cpus_per_job, "tasks_per_node": 1, "nodes": 1,
+              "name": "bench", "slurm_array_parallelism": opts.array_parallelism}
+    if opts.partition:
+        params["slurm_partition"] = opts.partition
+    executor.update_parameters(**params)
+    jobs = executor.map_array(execute, specs)
+    by_job = {job.job_id: spec for job, spec in zip(jobs, specs)}
+    for job in submitit.helpers.as_completed(jobs):
+        try:
+            outcome = job.result()
+        except Exception as err:  # noqa: BLE001 - job killed, timed out, node lost
+            first = (str(err).strip().splitlines() or [""])[0][:200]
+            outcome = died(by_job[job.job_id], f"SLURM job {job.job_id} failed: {first}",
+                           job=job.job_id)
+        on_outcome({**outcome, "job_id": job.job_id})

@@ -1,0 +1,186 @@
+"""Train one RunSpec in this process and say what happened, never raising for
+the run's own failure: the sweep goes on and the failure is written down.
+
+Used in-process by SLURM jobs (submitit), and through `child_main` by the
+local executor, which gives every run a process of its own (pinned GPU,
+memory freed at exit, a SIGKILL hits one run).
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+import time
+import traceback
+
+from . import runstate, store
+from .errors import BenchError
+from .grid import RunSpec, experiment_for
+
+HEARTBEAT_SECONDS = 1.0  # progress file (last step) at most this often
+LOG_SECONDS = 30.0  # a "step i/n loss" line in the run's log at most this often
+
+
+class RunLog:
+    """Timestamped lines appended to the run's own log file."""
+
+    def __init__(self, record):
+        self.path = runstate.log_path(record)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, text: str) -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with open(self.path, "a") as f:
+            f.write("".join(f"[{stamp}] {line}\n" for line in text.rstrip().splitlines()))
+
+
+class CountingMethod:
+    """Wraps a Method: counts training steps (one loss call each) for heartbeats,
+    so a failed or killed run can say how far it got without touching the trainer."""
+
+    def __init__(self, method, record, total: int, log: RunLog):
+        self._inner, self._record, self._total, self._log = method, record, total, log
+        self.step, self._beat, self._said = 0, 0.0, time.monotonic()
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def loss(self, logits, target):
+        value = self._inner.loss(logits, target)
+        self.step += 1
+        now = time.monotonic()
+        if now - self._beat >= HEARTBEAT_SECONDS:
+            self._beat = now
+            runstate.write_progress(self._record, self.step, self._total)
+        if now - self._said >= LOG_SECONDS:  # .item() syncs the GPU: only this often
+            self._said = now
+            self._log(f"step {self.step}/{self._total} loss {value.item():.4f}")
+        return value
+
+
+def execute(spec: RunSpec) -> dict:
+    """Train `spec` unless done or held by a live process; returns an outcome dict."""
+    log, t0 = RunLog(spec.record), time.time()
+    out = {"label": spec.label, "record": str(spec.record), "pid": os.getpid(),
+           "host": socket.gethostname(), "start": t0, "log": str(log.path),
+           "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    if store.is_complete(spec.record) and not spec.force:
+        return {**out, "status": "skipped", "end": time.time()}
+    holder = runstate.acquire(spec.record)
+    if holder:
+        return {**out, "status": "busy", "reason": f"being trained by {holder}",
+                "end": time.time()}
+    runstate.clear_progress(spec.record)  # a killed attempt's step must not be reported
+    ctx: dict = {}
+    try:
+        if store.is_complete(spec.record) and not spec.force:  # finished while we waited
+            return {**out, "status": "skipped", "end": time.time()}
+        log(f"start {spec.label} pid {os.getpid()} on {out['host']}, "
+            f"CUDA_VISIBLE_DEVICES={out['cuda_visible_devices']}")
+        result = _train(spec, log, ctx)
+        runstate.clear_failure(spec.record)
+        runstate.clear_progress(spec.record)
+        log(f"done in {time.time() - t0:.1f} s: {result}")
+        return {**out, "status": "done", "end": time.time(), "steps": ctx["counter"].step}
+    except Exception as err:  # noqa: BLE001 - every failure is recorded, then the sweep goes on
+        reason, last = classify(err, spec), _last_step(err, ctx.get("counter"))
+        log(f"FAILED at step {last}: {reason}\n{traceback.format_exc()}")
+        runstate.write_failure(spec.record, reason, last, log=str(log.path), pid=os.getpid())
+        return {**out, "status": "failed", "reason": reason, "last_step": last,
+                "end": time.time()}
+    finally:
+        runstate.release(spec.record)
+
+
+def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
+    from bench.methods import create_method
+
+    from .runner import default_device, run_seed
+    from .trainer import steps_per_epoch
+
+    method = create_method(spec.method, dict(spec.method_overrides))
+    exp, bundle = experiment_for(spec, method)
+    if exp.chash != spec.chash:
+        raise BenchError(f"config hash {exp.chash} differs from the sweep's {spec.chash} "
+                         f"(dataset files or code changed since the grid was built)")
+    device = spec.device or default_device()
+    total = steps_per_epoch(len(bundle.train), exp.train.batch_size) * exp.train.epochs
+    log(f"device {device}, {total} steps, batch size {exp.train.batch_size}")
+    counter = ctx["counter"] = CountingMethod(method, spec.record, total, log)
+    _, path = run_seed(exp, bundle, counter, spec.seed, spec.results, device=device,
+                       force=True, progress=False)
+    test = store.read_json(path / "metrics.json")["test"]
+    return f"test acc {test['acc']:.4f} ece {test['ece']:.4f} nll {test['nll']:.4f}"
+
+
+def classify(err: BaseException, spec: RunSpec) -> str:
+    """One line saying why a run failed. Out-of-memory never shrinks the batch."""
+    from .trainer import NonFiniteLoss
+
+    first = (str(err).strip().splitlines() or [""])[0]
+    if isinstance(err, NonFiniteLoss):
+        return first if first.startswith("non-finite loss") else f"non-finite loss: {first}"
+    if _is_oom(err):
+        return (f"out of GPU memory at batch size {spec.train.batch_size} (never reduced: "
+                f"use a larger GPU, a smaller image size or --jobs-per-gpu 1): {first[:120]}")
+    if isinstance(err, BenchError):
+        return first
+    return f"{type(err).__name__}: {first}"
+
+
+def _is_oom(err: BaseException) -> bool:
+    import torch
+
+    oom = getattr(torch.cuda, "OutOfMemoryError", ())
+    return isinstance(err, oom) or (isinstance(err, RuntimeError)
+                                    and "out of memory" in str(err).lower())
+
+
+def _last_step(err: BaseException, counter) -> int | None:
+    """The trainer names the step of a non-finite loss; otherwise our count."""
+    from .trainer import NonFiniteLoss
+
+    hit = re.search(r"\bstep (\d+)", str(err)) if isinstance(err, NonFiniteLoss) else None
+    if hit:
+        return int(hit.group(1))
+    return counter.step if counter is not None else None
+
+
+def _die_with_sweep(pid: int, start: str | None, every: float = 0.5) -> None:
+    """SIGKILL this run as soon as the sweep that started it is gone, so a killed
+    sweep leaves no orphan training (its lock goes stale and a rerun takes over).
+    A watcher thread, because our parent is the fork server, which outlives the
+    sweep while any of its children do (PR_SET_PDEATHSIG would never fire)."""
+    import signal
+    import threading
+
+    def watch():
+        while runstate.pid_alive(pid, start):
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="watch-sweep", daemon=True).start()
+
+
+def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: int,
+               sweep: tuple[int, str | None]) -> None:
+    """Entry point of a local run's own process (forked from a server that has
+    torch imported but never initialised CUDA, so pinning here still works)."""
+    import json
+
+    import torch
+
+    _die_with_sweep(*sweep)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)  # library output (warnings, tracebacks) goes to the run's log
+    os.dup2(fd, 2)
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu  # read when CUDA initialises: not yet
+    # Runs side by side must not oversubscribe the cores: measured on a busy
+    # 2-core machine, two runs with 2 torch threads each stepped ~10x slower.
+    torch.set_num_threads(threads)
+    outcome = execute(RunSpec.from_json(spec_json))
+    with open(report + ".tmp", "w") as f:
+        json.dump(outcome, f)
+    os.replace(report + ".tmp", report)

@@ -1,0 +1,51 @@
+"""Helpers shared by test_sweep.py and test_executors.py: tiny digits runs."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench import store
+from bench.cli import build_parser
+from bench.commands import resolve_run
+from bench.grid import build_specs
+
+TINY = ["--set", "cycles=1", "--set", "epochs_per_cycle=1", "--set", "image_size=16",
+        "--set", "batch_size=64"]  # 17 steps a run
+
+
+def run_args(results, *extra: str):
+    """Parsed `bench run` options for tiny smallcnn runs on digits."""
+    return build_parser().parse_args(
+        ["run", "--dataset", "digits", "--backbone", "smallcnn", "--results", str(results),
+         "--no-progress", *TINY, *extra])
+
+
+def specs_for(args):
+    seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
+    return build_specs(datasets, backbones, methods, per_method, seeds, cfg, args.results,
+                       args.data_root, args.device, args.force)[0]
+
+
+def bench_cmd(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "bench.cli", *argv]
+
+
+def popen_bench(*argv: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen(bench_cmd(*argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
+
+
+def wait_for(predicate, timeout: float = 120.0, every: float = 0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
+
+
+def complete(specs) -> list:
+    return [s for s in specs if store.is_complete(s.record)]
