@@ -117,7 +117,7 @@ def load_options(args) -> tuple:
     """Adapter options of `bench run` (data options, --download) as sorted pairs."""
     from .data_cmd import load_kwargs
 
-    return tuple(sorted((k, v) for k, v in load_kwargs(args).items() if k != "progress"))
+    return tuple(sorted(load_kwargs(args).items()))
 
 
 def bundle_for(dataset: str, backbone: str, image_size: int, data_root: str | None,
