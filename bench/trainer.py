@@ -123,14 +123,16 @@ def train_step(model, method, opt, x, y, gen, cfg: TrainConfig,
 
 def check_finite(losses: list, first_step: int, cycle: int, epoch: int, lr: float) -> None:
     """Raise NonFiniteLoss naming the first bad step. Checked once per epoch:
-    a per-step `.item()` would stall the GPU queue every step."""
+    a per-step `.item()` would stall the GPU queue every step. A step's loss
+    may be a vector (one per fused seed)."""
     if not losses:
         return
-    ok = torch.isfinite(torch.stack(losses))
+    ok = torch.isfinite(torch.stack(losses).reshape(len(losses), -1))
     if not bool(ok.all()):
-        bad = int((~ok).nonzero()[0])
+        bad = int((~ok.all(dim=1)).nonzero()[0])
+        value = losses[bad].reshape(-1)[~ok[bad]][0].item()
         raise NonFiniteLoss(
-            f"non-finite loss ({losses[bad].item()}) at cycle {cycle + 1}, epoch "
+            f"non-finite loss ({value}) at cycle {cycle + 1}, epoch "
             f"{epoch + 1}, step {first_step + bad} (lr {lr}); lower --set lr=..."
         )
 

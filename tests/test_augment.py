@@ -10,6 +10,15 @@ from bench.errors import BenchError
 TV = TrivialAugmentWide()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """The test machine's cores are shared: one thread avoids oversubscription."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _tv_apply(img, name, mag):
     """torchvision's own (op, magnitude) -> pixels mapping for one image."""
     return TV._apply_image_or_video_transform(img, name, mag, interpolation=TV.interpolation,
