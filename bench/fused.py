@@ -17,6 +17,7 @@ reassociation (tests/test_fused.py). Layers that draw from the global RNG
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 
@@ -168,3 +169,41 @@ def _results(fm, best, aucs, xs, cfg, seconds, seen, steps) -> list[TrainResult]
                         train_images_per_s=seen / max(share, 1e-9), steps=steps,
                         infer_ms_per_image=infer_ms)
             for s in range(fm.size)]
+
+
+# ----------------------------------------------------------- run records ----
+def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None = None,
+              force: bool = False, progress: bool = True) -> list[tuple[str, object]]:
+    """runner.run_seed for a group of seeds trained at once: the same records
+    (same hash, same layout), plus `fused_group` in config.json. Complete
+    records are skipped unless `force`."""
+    from . import store
+    from .backbones import build_model
+    from .provenance import provenance
+    from .runner import default_device, record_metrics
+
+    paths = {s: exp.record_dir(results, s) for s in seeds}
+    todo = [s for s in seeds if force or not store.is_complete(paths[s])]
+    if not todo:
+        return [("skipped", paths[s]) for s in seeds]
+    device = device or default_device()
+    methods, models = [], []
+    for s in todo:  # per seed exactly as run_seed: method draws, then initial weights
+        methods.append(copy.deepcopy(method))
+        methods[-1].setup(bundle.num_classes, s)
+        torch.manual_seed(s)
+        model, bb = build_model(exp.backbone, bundle.image_size, method.heads,
+                                bundle.num_classes, pretrained=exp.train.pretrained)
+        models.append(model)
+    n_params = sum(p.numel() for p in models[0].parameters())
+    out = train_fused(models, methods, exp.train, bundle, todo, device, progress)
+    for s, result in zip(todo, out):
+        config = {**exp.payload(), "seed": s, "config_hash": exp.chash,
+                  "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
+                  "backbone_weights": bb.weights, "fused_group": todo,
+                  "provenance": provenance(device)}
+        store.write_record(paths[s], config, record_metrics(result, bundle, n_params), {
+            "val_logits": result.val_logits, "val_labels": bundle.val.labels,
+            "test_logits": result.test_logits, "test_labels": bundle.test.labels,
+        })
+    return [("done" if s in todo else "skipped", paths[s]) for s in seeds]

@@ -125,7 +125,8 @@ def harness_train(model, method, s: Settings, data, steps: int) -> float:
 
 
 def fused_train(model, method, s: Settings, data, steps: int) -> float:
-    """Images/s of all seeds together (S x 8 images per step)."""
+    """Images/s of all seeds together (S x 8 images per step). A fused record's
+    train_images_per_s is already that: its images over its share of the time."""
     from .fused import train_fused
 
     cfg = dataclasses.replace(PROFILES["paper"], cycles=1, epochs_per_cycle=1,
@@ -135,7 +136,7 @@ def fused_train(model, method, s: Settings, data, steps: int) -> float:
     models = [copy.deepcopy(model) for _ in seeds]
     res = train_fused(models, [method] * len(seeds), cfg, bundle, seeds, device=s.device,
                       progress=False)
-    return res[0].train_images_per_s * len(res)  # per-seed figure x seeds
+    return res[0].train_images_per_s
 
 
 def harness_eval(model, s: Settings, data) -> float:

@@ -39,7 +39,7 @@ def _model(bundle, seed, heads=2):
 
 
 def _cfg(**kw):
-    return dataclasses.replace(PROFILES["quick"], cycles=2, epochs_per_cycle=1, **kw)
+    return dataclasses.replace(PROFILES["quick"], **{"cycles": 2, "epochs_per_cycle": 1, **kw})
 
 
 def _method():
@@ -80,3 +80,21 @@ def test_fused_divergence_names_the_step(tiny):
     with pytest.raises(NonFiniteLoss, match=r"non-finite loss .* step \d+"):
         train_fused([_model(tiny, s) for s in SEEDS[:2]], [_method(), _method()],
                     _cfg(lr=1e12), tiny, SEEDS[:2], progress=False)
+
+
+def test_run_fused_writes_the_records_run_seed_writes(tiny, tmp_path):
+    from bench import store
+    from bench.fused import run_fused
+    from bench.runner import make_experiment, run_seed
+
+    method = _method()
+    exp = make_experiment(tiny, "smallcnn", method, _cfg(cycles=1))
+    got = run_fused(exp, tiny, method, [0, 1], tmp_path / "fused", progress=False)
+    assert [g[0] for g in got] == ["done", "done"]
+    status, alone = run_seed(exp, tiny, _method(), 1, tmp_path / "alone", progress=False)
+    fused = store.load_predictions(got[1][1])
+    np.testing.assert_allclose(fused["test_logits"], store.load_predictions(alone)["test_logits"],
+                               rtol=1e-3, atol=1e-4)
+    assert store.read_json(got[1][1] / "config.json")["fused_group"] == [0, 1]
+    again = run_fused(exp, tiny, method, [0, 1, 2], tmp_path / "fused", progress=False)
+    assert [g[0] for g in again] == ["skipped", "skipped", "done"]
