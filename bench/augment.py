@@ -133,8 +133,9 @@ def _rotate(x, mag):
     # torchvision takes exact transposes for multiples of 90 degrees (square images)
     square = x.shape[-1] == x.shape[-2]
     for deg, k in ((0.0, 0), (90.0, 1), (180.0, 2), (270.0, 3)):
-        hit = angle == deg
+        hit = angle == deg  # on the CPU, like the draws: no device sync
         if hit.any() and (square or k % 2 == 0):
+            hit = hit.to(x.device)
             out[hit] = torch.rot90(x[hit], k=k, dims=(-2, -1))
     return out
 
