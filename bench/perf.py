@@ -35,7 +35,7 @@ from torchvision import transforms as T
 from tqdm import tqdm
 
 from .backbones import BACKBONES, build_model
-from .config import PROFILES
+from .config import PROFILES, apply_overrides, parse_set
 from .errors import BenchError, choices_error
 from .methods.base import Method
 from .trainer import predict_logits, train
@@ -58,6 +58,7 @@ class Settings:
     ref_workers: int = 0  # DataLoader workers of the reference pipeline
     threads: int = 0  # torch intra-op threads; 0 = torch's default
     fused_seeds: int = 0  # >1 adds a row: that many seeds trained at once (bench.fused)
+    sets: tuple = ()  # harness TrainConfig overrides, e.g. ("bf16=true", "channels_last=true")
     seed: int = 0
 
 
@@ -116,9 +117,15 @@ def _timed(fn, device) -> float:
     return time.perf_counter() - t0
 
 
-def harness_train(model, method, s: Settings, data, steps: int) -> float:
+def harness_config(s: Settings):
+    """The paper's protocol, one cycle of one epoch, plus the --set switches."""
     cfg = dataclasses.replace(PROFILES["paper"], cycles=1, epochs_per_cycle=1,
                               batch_size=s.batch_size, eval_batch_size=s.eval_batch_size)
+    return apply_overrides(cfg, parse_set(list(s.sets)))
+
+
+def harness_train(model, method, s: Settings, data, steps: int) -> float:
+    cfg = harness_config(s)
     bundle = subset_bundle(data[0], data[1], data[2], steps * s.batch_size)
     return train(model, method, cfg, bundle, s.seed, device=s.device,
                  progress=False).train_images_per_s
@@ -129,8 +136,7 @@ def fused_train(model, method, s: Settings, data, steps: int) -> float:
     train_images_per_s is already that: its images over its share of the time."""
     from .fused import train_fused
 
-    cfg = dataclasses.replace(PROFILES["paper"], cycles=1, epochs_per_cycle=1,
-                              batch_size=s.batch_size, eval_batch_size=s.eval_batch_size)
+    cfg = harness_config(s)
     bundle = subset_bundle(data[0], data[1], data[2], steps * s.batch_size)
     seeds = list(range(s.seed, s.seed + s.fused_seeds))
     models = [copy.deepcopy(model) for _ in seeds]
@@ -142,7 +148,11 @@ def fused_train(model, method, s: Settings, data, steps: int) -> float:
 def harness_eval(model, s: Settings, data) -> float:
     x = torch.from_numpy(data[3]).permute(0, 3, 1, 2).contiguous().to(s.device)
     model.to(s.device)
-    secs = _timed(lambda: predict_logits(model, x, s.eval_batch_size), s.device)
+    cfg = harness_config(s)
+    if cfg.channels_last:
+        model.to(memory_format=torch.channels_last)
+    secs = _timed(lambda: predict_logits(model, x, cfg.eval_batch_size, cfg.bf16,
+                                         cfg.channels_last), s.device)
     return len(x) / secs
 
 
@@ -272,6 +282,7 @@ def check(s: Settings) -> None:
     if s.device == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
     BACKBONES.get(s.backbone)  # one-line error for an unknown name
+    harness_config(s)  # unknown or ill-typed --set keys fail before any work
     for key in ("heads", "size", "steps", "repeats", "eval_images", "batch_size",
                 "eval_batch_size"):
         if getattr(s, key) < 1:
@@ -315,8 +326,10 @@ def parse_args(argv=None) -> Settings:
                 "eval_batch_size", "ref_workers", "threads", "fused_seeds", "seed"):
         default = getattr(d, key)
         p.add_argument("--" + key.replace("_", "-"), type=type(default), default=default)
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="harness TrainConfig override (bf16, channels_last, compile, ...)")
     a = p.parse_args(argv)
-    return Settings(**vars(a))
+    return Settings(**{**vars(a), "sets": tuple(a.sets)})
 
 
 def main(argv=None) -> int:
@@ -327,7 +340,8 @@ def main(argv=None) -> int:
         print(f"device {device_name(s.device)} | backbone {s.backbone}, {s.heads} heads, "
               f"{s.size} px, batch {s.batch_size}, {s.steps} steps x {s.repeats} repeats, "
               f"eval {s.eval_images} images (harness batch {s.eval_batch_size}, others "
-              f"{s.batch_size}), reference workers {s.ref_workers}")
+              f"{s.batch_size}), reference workers {s.ref_workers}, harness --set "
+              f"{' '.join(s.sets) or 'none'}")
         res = measure(s)
     except BenchError as err:
         print(f"error: {err}")

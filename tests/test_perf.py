@@ -28,9 +28,10 @@ def one_thread():
 
 
 def test_benchmark_prints_settings_table_and_ratios(capsys):
-    assert perf.main(TINY + ["--fused-seeds", "2"]) == 0
+    assert perf.main(TINY + ["--fused-seeds", "2", "--set", "channels_last=true"]) == 0
     out = capsys.readouterr().out
     assert "device cpu" in out and "smallcnn, 4 heads, 12 px, batch 8" in out
+    assert "harness --set channels_last=true" in out
     for row in ("harness", "reference", "bare", "harness fused x2"):
         assert re.search(rf"^{row}\s+\d+ \(\d+-\d+\)", out, re.M), row
     for key in ("train harness/reference", "train harness/bare", "eval harness/reference",
@@ -53,6 +54,8 @@ def test_ratios_are_ratios_of_medians():
     (["--device", "tpu"], "unknown device 'tpu'; choose from: cpu, cuda"),
     (["--backbone", "vgg"], "unknown backbone 'vgg'"),
     (["--steps", "0"], "--steps must be >= 1, got 0"),
+    (["--set", "bf16=maybe"], "--set bf16=maybe: expected bool"),
+    (["--set", "warp=9"], "unknown --set key 'warp'"),
 ])
 def test_bad_settings_are_one_line_errors(capsys, args, message):
     assert perf.main(TINY + args) == 2
