@@ -26,6 +26,13 @@ class TrainConfig:
     image_size: int = 0  # 0 = the dataset's default (backbone may round it up)
     pretrained: bool = False  # ImageNet weights for the backbone (datasets issue)
     eval_batch_size: int = 256  # evaluation only; does not change results
+    # TrivialAugmentWide implementation: "batched" (per-image draws applied to
+    # groups of images, docs/speed.md) or "per_image" (torchvision's transform
+    # looped over the batch). Same distribution, different random streams.
+    augment_mode: str = "batched"
+    bf16: bool = False  # bf16 autocast for forward + loss (changes the numbers)
+    channels_last: bool = False  # NHWC memory layout: speed only
+    compile: bool = False  # torch.compile the training model: speed only
 
     @property
     def epochs(self) -> int:
@@ -33,7 +40,7 @@ class TrainConfig:
 
 
 # Fields that change speed or memory but not the numbers: left out of the hash.
-NON_RESULT_FIELDS = frozenset({"eval_batch_size"})
+NON_RESULT_FIELDS = frozenset({"eval_batch_size", "channels_last", "compile"})
 
 PROFILES = {
     # Exactly the paper's protocol.

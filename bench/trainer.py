@@ -3,7 +3,10 @@
 SGD (lr 1e-2, no momentum, no weight decay), batch 8, cosine annealing with
 warm restarts stepped every iteration, validation macro OvR AUC at the end of
 each cycle, best checkpoint kept for testing. Images stay uint8 tensors on
-the device; augmentation and normalisation happen on batches.
+the device; augmentation (per-image draws, batched kernels, bench/augment.py)
+and normalisation (one fused multiply-add) happen on batches; evaluation runs
+in large batches. Speed switches (channels_last, torch.compile, bf16) are
+TrainConfig fields; see docs/speed.md.
 """
 from __future__ import annotations
 
@@ -15,14 +18,19 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .augment import augment_batch
+from .augment import MODES, augment_batch
 from .config import TrainConfig
-from .errors import BenchError
+from .errors import BenchError, choices_error
 from .metrics import auc_ovr_macro, head_probs
 
 # ImageNet statistics on the 0..255 scale, so normalisation is one fused op.
 MEAN255 = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
 STD255 = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * 255
+# (x - mean) / std == x * SCALE + SHIFT: one addcmul kernel instead of two ops.
+SCALE, SHIFT = 1.0 / STD255, -MEAN255 / STD255
+# Augmentation draws get their own stream, so switching augmentation on/off or
+# between modes leaves batch order and method draws unchanged.
+AUG_STREAM = 0x9E3779B9
 
 
 class NonFiniteLoss(BenchError):
@@ -69,40 +77,84 @@ def to_device_images(images: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(images).permute(0, 3, 1, 2).contiguous().to(device)
 
 
-def normalise(x: torch.Tensor) -> torch.Tensor:
-    mean, std = MEAN255.to(x.device), STD255.to(x.device)
-    return (x.float() - mean) / std
+_NORM_CACHE: dict = {}
+
+
+def normalise(x: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
+    """uint8 [B,3,H,W] -> ImageNet-normalised float32, in one fused kernel."""
+    if x.device not in _NORM_CACHE:
+        _NORM_CACHE[x.device] = (SCALE.to(x.device), SHIFT.to(x.device))
+    scale, shift = _NORM_CACHE[x.device]
+    out = torch.addcmul(shift, x.float(), scale)
+    return out.contiguous(memory_format=torch.channels_last) if channels_last else out
+
+
+def autocast(device: torch.device, bf16: bool):
+    """bf16 autocast when asked (CPU and CUDA both support it), else a no-op."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
 
 
 # -------------------------------------------------------------- evaluation --
 @torch.no_grad()
-def predict_logits(model, images: torch.Tensor, batch_size: int) -> np.ndarray:
-    """Per-head logits [N, M, K] in eval mode, in large batches."""
+def predict_logits(model, images: torch.Tensor, batch_size: int, bf16: bool = False,
+                   channels_last: bool = False) -> np.ndarray:
+    """Per-head logits [N, M, K] in eval mode, in large batches (one copy to the
+    host at the end, not one per batch)."""
     model.eval()
-    out = [model(normalise(images[i:i + batch_size])).float().cpu()
-           for i in range(0, len(images), batch_size)]
-    return torch.cat(out).numpy()
+    with autocast(images.device, bf16):
+        out = [model(normalise(images[i:i + batch_size], channels_last)).float()
+               for i in range(0, len(images), batch_size)]
+    return torch.cat(out).cpu().numpy()
 
 
 # ------------------------------------------------------------------ train --
-def train_step(model, method, opt, x, y, gen, augment: bool) -> torch.Tensor:
-    if augment:
-        x = augment_batch(x)
-    x, target = method.batch(normalise(x), y, gen)
-    loss = method.loss(model(x), target)
+def train_step(model, method, opt, x, y, gen, cfg: TrainConfig,
+               aug_gen: torch.Generator) -> torch.Tensor:
+    if cfg.augment:
+        x = augment_batch(x, aug_gen, cfg.augment_mode)
+    x, target = method.batch(normalise(x, cfg.channels_last), y, gen)
+    with autocast(x.device, cfg.bf16):
+        loss = method.loss(model(x), target)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
     return loss.detach()
 
 
+def check_finite(losses: list, first_step: int, cycle: int, epoch: int, lr: float) -> None:
+    """Raise NonFiniteLoss naming the first bad step. Checked once per epoch:
+    a per-step `.item()` would stall the GPU queue every step. A step's loss
+    may be a vector (one per fused seed)."""
+    if not losses:
+        return
+    ok = torch.isfinite(torch.stack(losses).reshape(len(losses), -1))
+    if not bool(ok.all()):
+        bad = int((~ok.all(dim=1)).nonzero()[0])
+        value = losses[bad].reshape(-1)[~ok[bad]][0].item()
+        raise NonFiniteLoss(
+            f"non-finite loss ({value}) at cycle {cycle + 1}, epoch "
+            f"{epoch + 1}, step {first_step + bad} (lr {lr}); lower --set lr=..."
+        )
+
+
+def prepare_model(model, cfg: TrainConfig, device: torch.device):
+    """Move to the device; apply the speed-only switches. Returns (model, step_model)."""
+    if cfg.augment_mode not in MODES:
+        raise choices_error("augment_mode", cfg.augment_mode, MODES)
+    model.to(device)
+    if cfg.channels_last:
+        model.to(memory_format=torch.channels_last)
+    return model, (torch.compile(model) if cfg.compile else model)
+
+
 def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
           progress: bool = True) -> TrainResult:
     """Train `model` with `method` on `data` (a DatasetBundle) under `cfg`."""
     device = torch.device(device)
-    torch.manual_seed(seed)  # global RNG: augmentation draws
+    torch.manual_seed(seed)  # global RNG: only layers that draw (e.g. dropout)
     gen = torch.Generator().manual_seed(seed)  # batch order and method draws
-    model.to(device)
+    aug_gen = torch.Generator().manual_seed(seed + AUG_STREAM)  # augmentation draws
+    model, step_model = prepare_model(model, cfg, device)
     xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
     y_train = torch.from_numpy(data.train.labels).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
@@ -116,22 +168,19 @@ def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
         t0 = time.perf_counter()
         for epoch in range(cfg.epochs_per_cycle):
             model.train()
+            losses, first = [], step
             for idx in epoch_batches(len(y_train), cfg.batch_size, gen):
                 for group in opt.param_groups:
                     group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
                 idx = idx.to(device)
-                loss = train_step(model, method, opt, xs["train"][idx], y_train[idx], gen,
-                                  cfg.augment)
-                if not torch.isfinite(loss):
-                    raise NonFiniteLoss(
-                        f"non-finite loss ({loss.item()}) at cycle {cycle + 1}, epoch "
-                        f"{epoch + 1}, step {step} (lr {cfg.lr}); lower --set lr=..."
-                    )
+                losses.append(train_step(step_model, method, opt, xs["train"][idx],
+                                         y_train[idx], gen, cfg, aug_gen))
                 step, seen = step + 1, seen + len(idx)
                 bar.update()
+            check_finite(losses, first, cycle, epoch, cfg.lr)
+        _sync(device)
         seconds += time.perf_counter() - t0
-        auc = auc_ovr_macro(head_probs(predict_logits(model, xs["val"], cfg.eval_batch_size)),
-                            data.val.labels)
+        auc = auc_ovr_macro(head_probs(predict(model, xs["val"], cfg)), data.val.labels)
         aucs.append(auc)
         bar.set_postfix(val_auc=f"{auc:.4f}")
         score = auc if auc == auc else -math.inf  # a NaN AUC never wins
@@ -139,10 +188,10 @@ def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
             best_auc, best = score, (cycle + 1, _snapshot(model))
     bar.close()
     model.load_state_dict(best[1])
-    val_logits = predict_logits(model, xs["val"], cfg.eval_batch_size)
+    val_logits = predict(model, xs["val"], cfg)
     _sync(device)
     t0 = time.perf_counter()
-    test_logits = predict_logits(model, xs["test"], cfg.eval_batch_size)
+    test_logits = predict(model, xs["test"], cfg)
     _sync(device)
     infer_ms = 1000 * (time.perf_counter() - t0) / max(len(test_logits), 1)
     return TrainResult(
@@ -150,6 +199,10 @@ def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
         best_cycle=best[0], cycle_val_auc=aucs, train_seconds=seconds,
         train_images_per_s=seen / max(seconds, 1e-9), steps=step,
     )
+
+
+def predict(model, images: torch.Tensor, cfg: TrainConfig) -> np.ndarray:
+    return predict_logits(model, images, cfg.eval_batch_size, cfg.bf16, cfg.channels_last)
 
 
 def _sync(device: torch.device) -> None:

@@ -1,0 +1,209 @@
+"""Several seeds of one configuration trained at once, as one fused model.
+
+At batch 8 a GPU is mostly idle between kernel launches; training S seeds in
+lock-step puts S x 8 images through every launch. The S models' parameters
+and buffers are stacked along a new leading dimension (torch.func's
+stack_module_state) and the model runs under vmap(functional_call), which
+turns every convolution into one grouped convolution over the seeds.
+
+Each seed keeps everything it has when trained alone (bench.trainer.train):
+its own initial weights, batch order and method draws (`seed`), augmentation
+draws (`seed + AUG_STREAM`), and its own best-cycle checkpoint. The summed
+loss has per-seed gradients (seeds share no parameter), and plain SGD is
+elementwise, so a fused run equals the run alone up to floating-point
+reassociation (tests/test_fused.py). Layers that draw from the global RNG
+(dropout) would draw differently; the harness's backbones have none active.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import time
+
+import numpy as np
+import torch
+from torch.func import functional_call, stack_module_state, vmap
+from tqdm import tqdm
+
+from .augment import apply_ops, augment_batch, sample_params
+from .config import TrainConfig
+from .errors import BenchError
+from .metrics import auc_ovr_macro, head_probs
+from .trainer import (AUG_STREAM, TrainResult, autocast, check_finite, cosine_lr,
+                      epoch_batches, normalise, steps_per_epoch, to_device_images)
+
+
+class FusedModel:
+    """S copies of one architecture with stacked parameters [S, ...]."""
+
+    def __init__(self, models: list, device):
+        if not models:
+            raise BenchError("fused training needs at least one model")
+        models = [m.to(device) for m in models]
+        self.params, self.buffers = stack_module_state(models)
+        self.base = copy.deepcopy(models[0]).to("meta")  # architecture only
+        self.size = len(models)
+
+    def __call__(self, x: torch.Tensor, shared_input: bool = False) -> torch.Tensor:
+        """x [S, B, 3, H, W] (or [B, 3, H, W] with shared_input) -> [S, B, M, K]."""
+        def one(p, b, xi):
+            return functional_call(self.base, (p, b), (xi,))
+        in_dims = (0, 0, None if shared_input else 0)
+        return vmap(one, in_dims=in_dims, randomness="different")(self.params, self.buffers, x)
+
+    def train(self, mode: bool = True) -> None:
+        self.base.train(mode)
+
+    def snapshot(self, s: int) -> dict:
+        return {k: v[s].detach().clone() for k, v in {**self.params, **self.buffers}.items()}
+
+    @torch.no_grad()
+    def load(self, s: int, state: dict) -> None:
+        for k, v in {**self.params, **self.buffers}.items():
+            v[s].copy_(state[k])
+
+
+@torch.no_grad()
+def predict_fused(fm: FusedModel, images: torch.Tensor, cfg: TrainConfig) -> np.ndarray:
+    """Per-seed, per-head logits [S, N, M, K], evaluation mode, large batches."""
+    fm.train(False)
+    with autocast(images.device, cfg.bf16):
+        out = [fm(normalise(images[i:i + cfg.eval_batch_size]), shared_input=True).float()
+               for i in range(0, len(images), cfg.eval_batch_size)]
+    return torch.cat(out, dim=1).cpu().numpy()
+
+
+def _augment(xs: list, aug_gens: list, cfg: TrainConfig) -> list:
+    """Augment every seed's batch with its own generator. In batched mode all
+    seeds' images go through one kernel call per op (the draws stay per seed)."""
+    if not cfg.augment:
+        return xs
+    if cfg.augment_mode != "batched":
+        return [augment_batch(x, g, cfg.augment_mode) for x, g in zip(xs, aug_gens)]
+    draws = [sample_params(len(x), g) for x, g in zip(xs, aug_gens)]
+    ops = torch.cat([d[0] for d in draws])
+    mags = torch.cat([d[1] for d in draws])
+    return list(apply_ops(torch.cat(xs), ops, mags).split([len(x) for x in xs]))
+
+
+def fused_step(fm, methods, opt, xs, ys, gens, aug_gens, cfg) -> torch.Tensor:
+    """One SGD step of every seed; returns the per-seed losses [S]."""
+    xs = _augment(xs, aug_gens, cfg)
+    batches = [m.batch(normalise(x), y, g) for m, x, y, g in zip(methods, xs, ys, gens)]
+    with autocast(xs[0].device, cfg.bf16):
+        logits = fm(torch.stack([b[0] for b in batches]))
+        losses = torch.stack([m.loss(logits[s], b[1]) for s, (m, b)
+                              in enumerate(zip(methods, batches))])
+    opt.zero_grad(set_to_none=True)
+    losses.sum().backward()  # seeds share no parameter: per-seed gradients
+    opt.step()
+    return losses.detach()
+
+
+def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list[int],
+                device="cpu", progress: bool = True) -> list[TrainResult]:
+    """Train models[s] with methods[s] under seeds[s], all at once. Returns one
+    TrainResult per seed; train_seconds is the group's wall time shared equally."""
+    device = torch.device(device)
+    gens = [torch.Generator().manual_seed(s) for s in seeds]
+    aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
+    fm = FusedModel(models, device)
+    xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
+    y_train = torch.from_numpy(data.train.labels).to(device)
+    opt = torch.optim.SGD(fm.params.values(), lr=cfg.lr, momentum=cfg.momentum,
+                          weight_decay=cfg.weight_decay)
+    cycle_steps = steps_per_epoch(len(y_train), cfg.batch_size) * cfg.epochs_per_cycle
+    best = [(-math.inf, None)] * len(seeds)
+    aucs, step, seen, seconds = [[] for _ in seeds], 0, 0, 0.0
+    bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"seeds {seeds}", leave=False,
+               disable=not progress, unit="step")
+    for cycle in range(cfg.cycles):
+        t0 = time.perf_counter()
+        for epoch in range(cfg.epochs_per_cycle):
+            fm.train(True)
+            losses, first = [], step
+            orders = [epoch_batches(len(y_train), cfg.batch_size, g) for g in gens]
+            for idxs in zip(*orders):
+                for group in opt.param_groups:
+                    group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
+                idxs = [i.to(device) for i in idxs]
+                losses.append(fused_step(fm, methods, opt, [xs["train"][i] for i in idxs],
+                                         [y_train[i] for i in idxs], gens, aug_gens, cfg))
+                step, seen = step + 1, seen + len(idxs[0])
+                bar.update()
+            check_finite(losses, first, cycle, epoch, cfg.lr)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds += time.perf_counter() - t0
+        best = _keep_best(fm, predict_fused(fm, xs["val"], cfg), data.val.labels, cycle,
+                          best, aucs)
+        bar.set_postfix(val_auc=" ".join(f"{a[-1]:.3f}" for a in aucs))
+    bar.close()
+    return _results(fm, best, aucs, xs, cfg, seconds, seen, step)
+
+
+def _keep_best(fm, val_logits, val_labels, cycle, best, aucs):
+    """Per seed: keep the checkpoint with the best validation AUC (strictly
+    better wins, so ties keep the earlier cycle; NaN never wins), as train()."""
+    out = list(best)
+    for s in range(fm.size):
+        auc = auc_ovr_macro(head_probs(val_logits[s]), val_labels)
+        aucs[s].append(auc)
+        score = auc if auc == auc else -math.inf
+        if out[s][1] is None or score > out[s][0]:
+            out[s] = (score, (cycle + 1, fm.snapshot(s)))
+    return out
+
+
+def _results(fm, best, aucs, xs, cfg, seconds, seen, steps) -> list[TrainResult]:
+    for s, (_, (_, state)) in enumerate(best):
+        fm.load(s, state)
+    val = predict_fused(fm, xs["val"], cfg)
+    t0 = time.perf_counter()
+    test = predict_fused(fm, xs["test"], cfg)
+    infer_ms = 1000 * (time.perf_counter() - t0) / max(test.shape[0] * test.shape[1], 1)
+    share = seconds / fm.size  # the group's wall time, shared equally
+    return [TrainResult(val_logits=val[s], test_logits=test[s], best_cycle=best[s][1][0],
+                        cycle_val_auc=aucs[s], train_seconds=share,
+                        train_images_per_s=seen / max(share, 1e-9), steps=steps,
+                        infer_ms_per_image=infer_ms)
+            for s in range(fm.size)]
+
+
+# ----------------------------------------------------------- run records ----
+def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None = None,
+              force: bool = False, progress: bool = True) -> list[tuple[str, object]]:
+    """runner.run_seed for a group of seeds trained at once: the same records
+    (same hash, same layout), plus `fused_group` in config.json. Complete
+    records are skipped unless `force`."""
+    from . import store
+    from .backbones import build_model
+    from .provenance import provenance
+    from .runner import default_device, record_metrics
+
+    paths = {s: exp.record_dir(results, s) for s in seeds}
+    todo = [s for s in seeds if force or not store.is_complete(paths[s])]
+    if not todo:
+        return [("skipped", paths[s]) for s in seeds]
+    device = device or default_device()
+    methods, models = [], []
+    for s in todo:  # per seed exactly as run_seed: method draws, then initial weights
+        methods.append(copy.deepcopy(method))
+        methods[-1].setup(bundle.num_classes, s)
+        torch.manual_seed(s)
+        model, bb = build_model(exp.backbone, bundle.image_size, method.heads,
+                                bundle.num_classes, pretrained=exp.train.pretrained)
+        models.append(model)
+    n_params = sum(p.numel() for p in models[0].parameters())
+    out = train_fused(models, methods, exp.train, bundle, todo, device, progress)
+    for s, result in zip(todo, out):
+        config = {**exp.payload(), "seed": s, "config_hash": exp.chash,
+                  "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
+                  "backbone_weights": bb.weights, "fused_group": todo,
+                  "provenance": provenance(device)}
+        store.write_record(paths[s], config, record_metrics(result, bundle, n_params), {
+            "val_logits": result.val_logits, "val_labels": bundle.val.labels,
+            "test_logits": result.test_logits, "test_labels": bundle.test.labels,
+        })
+    return [("done" if s in todo else "skipped", paths[s]) for s in seeds]

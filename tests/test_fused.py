@@ -1,0 +1,100 @@
+"""Fused multi-seed training equals each seed trained alone (CPU, float tolerance)."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from bench.backbones import build_model
+from bench.config import PROFILES
+from bench.datasets import load_dataset
+from bench.fused import FusedModel, train_fused
+from bench.methods import create_method
+from bench.trainer import NonFiniteLoss, train
+
+SEEDS = [0, 1, 2]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """The test machine's cores are shared: one thread avoids oversubscription."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    bundle = load_dataset("digits", image_size=12)
+    for name, n in (("train", 48), ("val", 40), ("test", 40)):
+        split = bundle.split(name)
+        split.images, split.labels = split.images[:n], split.labels[:n]
+    return bundle
+
+
+def _model(bundle, seed, heads=2):
+    torch.manual_seed(seed)  # as runner.run_seed: initial weights from the seed
+    return build_model("smallcnn", bundle.image_size, heads, bundle.num_classes)[0]
+
+
+def _cfg(**kw):
+    return dataclasses.replace(PROFILES["quick"], **{"cycles": 2, "epochs_per_cycle": 1, **kw})
+
+
+def _method():
+    return create_method("sl1h")
+
+
+def test_fused_forward_equals_each_model():
+    models = [_model_from_seed(s) for s in SEEDS]
+    x = torch.randn(len(SEEDS), 4, 3, 12, 12)
+    fm = FusedModel(models, "cpu")
+    fm.train(False)
+    out = fm(x)
+    for s, m in enumerate(models):
+        torch.testing.assert_close(out[s], m.eval()(x[s]), rtol=1e-5, atol=1e-5)
+
+
+def _model_from_seed(seed):
+    torch.manual_seed(seed)
+    return build_model("smallcnn", 12, 2, 10)[0]
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_image"])
+def test_fused_run_equals_runs_alone(tiny, mode):
+    cfg = _cfg(augment_mode=mode)
+    alone = [train(_model(tiny, s), _method(), cfg, tiny, s, progress=False) for s in SEEDS]
+    fused = train_fused([_model(tiny, s) for s in SEEDS], [_method() for _ in SEEDS], cfg,
+                        tiny, SEEDS, progress=False)
+    for a, f in zip(alone, fused):
+        np.testing.assert_allclose(f.test_logits, a.test_logits, rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(f.val_logits, a.val_logits, rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(f.cycle_val_auc, a.cycle_val_auc, atol=1e-6)
+        assert f.best_cycle == a.best_cycle and f.steps == a.steps
+    # the seeds really differ, so the comparison above is not vacuous
+    assert not np.allclose(fused[0].test_logits, fused[1].test_logits, atol=1e-2)
+
+
+def test_fused_divergence_names_the_step(tiny):
+    with pytest.raises(NonFiniteLoss, match=r"non-finite loss .* step \d+"):
+        train_fused([_model(tiny, s) for s in SEEDS[:2]], [_method(), _method()],
+                    _cfg(lr=1e12), tiny, SEEDS[:2], progress=False)
+
+
+def test_run_fused_writes_the_records_run_seed_writes(tiny, tmp_path):
+    from bench import store
+    from bench.fused import run_fused
+    from bench.runner import make_experiment, run_seed
+
+    method = _method()
+    exp = make_experiment(tiny, "smallcnn", method, _cfg(cycles=1))
+    got = run_fused(exp, tiny, method, [0, 1], tmp_path / "fused", progress=False)
+    assert [g[0] for g in got] == ["done", "done"]
+    status, alone = run_seed(exp, tiny, _method(), 1, tmp_path / "alone", progress=False)
+    fused = store.load_predictions(got[1][1])
+    np.testing.assert_allclose(fused["test_logits"], store.load_predictions(alone)["test_logits"],
+                               rtol=1e-3, atol=1e-4)
+    assert store.read_json(got[1][1] / "config.json")["fused_group"] == [0, 1]
+    again = run_fused(exp, tiny, method, [0, 1, 2], tmp_path / "fused", progress=False)
+    assert [g[0] for g in again] == ["skipped", "skipped", "done"]
