@@ -57,13 +57,13 @@ def get_profile(name: str) -> TrainConfig:
     return PROFILES[name]
 
 
-def parse_set(items: list[str] | None) -> dict[str, str]:
+def parse_set(items: list[str] | None, flag: str = "--set") -> dict[str, str]:
     """['lr=0.1', 'heads=3'] -> {'lr': '0.1', 'heads': '3'} (values stay strings)."""
     out: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise BenchError(f"--set expects key=value, got '{item}'")
+            raise BenchError(f"{flag} expects key=value, got '{item}'")
         out[key.strip()] = value.strip()
     return out
 

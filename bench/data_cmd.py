@@ -8,12 +8,10 @@ file is bad.
 """
 from __future__ import annotations
 
-import sys
 
 from tabulate import tabulate
 
-from .backbones import BACKBONES, fit_size
-from .errors import BenchError
+from .config import parse_set
 
 
 def add_data_options(p) -> None:
@@ -37,42 +35,13 @@ def add_parser(sub) -> None:
 
 
 def parse_data_opts(items) -> dict[str, str]:
-    out = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise BenchError(f"--data-opt expects key=value, got '{item}'")
-        out[key.strip()] = value.strip()
-    return out
+    return parse_set(items, flag="--data-opt")
 
 
 def load_kwargs(args) -> dict:
     return {"download": getattr(args, "download", False),
             "progress": not getattr(args, "no_progress", False),
             **parse_data_opts(getattr(args, "data_opts", []))}
-
-
-def load_for_run(args, cfg):
-    """Load the dataset at a size the backbone accepts -> (bundle, backbone).
-
-    With the dataset's default size a backbone that needs more (ConvNeXt at
-    28 px) gets the next size it takes (32); the run hash records the size
-    actually used. An explicit --set image_size the backbone rejects is an error."""
-    from bench.datasets import load_dataset
-
-    kwargs = load_kwargs(args)
-    bundle = load_dataset(args.dataset, args.data_root, image_size=cfg.image_size, **kwargs)
-    backbone = args.backbone or bundle.default_backbone
-    BACKBONES.get(backbone)
-    need = fit_size(backbone, bundle.image_size)
-    if need != bundle.image_size:
-        if cfg.image_size:
-            raise BenchError(f"--set image_size={cfg.image_size}: backbone '{backbone}' needs "
-                             f"{need} px here; use --set image_size={need}")
-        print(f"bench: {backbone} needs {need} px; resizing {args.dataset} from "
-              f"{bundle.image_size} px", file=sys.stderr)
-        bundle = load_dataset(args.dataset, args.data_root, image_size=need, **kwargs)
-    return bundle, backbone
 
 
 # ------------------------------------------------------------------ check --

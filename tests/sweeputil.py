@@ -4,7 +4,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from bench import store
 from bench.cli import build_parser

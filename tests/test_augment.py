@@ -10,13 +10,7 @@ from bench.errors import BenchError
 TV = TrivialAugmentWide()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The test machine's cores are shared: one thread avoids oversubscription."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _tv_apply(img, name, mag):

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from bench import store
@@ -125,17 +126,16 @@ def test_medmnist_missing_file_names_path_and_url(tmp_path, capsys):
 
 
 def test_convnext_rounds_pathmnist_to_32(tmp_path):
-    from types import SimpleNamespace
-
-    from bench.config import PROFILES
-    from bench.data_cmd import load_for_run
+    from bench.errors import BenchError
+    from bench.grid import bundle_for
 
     write_npz(tmp_path / "pathmnist.npz", counts=(9, 9, 9))
-    args = SimpleNamespace(dataset="pathmnist", data_root=str(tmp_path), backbone="convnext_tiny",
-                           data_opts=[], download=False, no_progress=True)
-    bundle, backbone = load_for_run(args, PROFILES["quick"])
-    assert backbone == "convnext_tiny" and bundle.image_size == 32
+    opts = (("download", False), ("progress", False))
+    bundle = bundle_for("pathmnist", "convnext_tiny", 0, str(tmp_path), opts)
+    assert bundle.image_size == 32
     assert bundle.identity["size"] == 32  # the size actually used goes into the hash
+    with pytest.raises(BenchError, match="image_size=28: backbone 'convnext_tiny' needs 32"):
+        bundle_for("pathmnist", "convnext_tiny", 28, str(tmp_path), opts)
 
 
 def test_chaoyang_tree_default_split(tmp_path):

@@ -15,13 +15,7 @@ from bench.trainer import NonFiniteLoss, train
 SEEDS = [0, 1, 2]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The test machine's cores are shared: one thread avoids oversubscription."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -18,13 +18,7 @@ TINY = ["--backbone", "smallcnn", "--size", "12", "--steps", "2", "--repeats", "
         "--eval-images", "16", "--threads", "1"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The test machine's cores are shared: one thread avoids oversubscription."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_benchmark_prints_settings_table_and_ratios(capsys):
