@@ -6,7 +6,6 @@ model always returns logits shaped [B, M, K].
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -141,19 +140,18 @@ def resnet50(image_size: int, pretrained: bool = False, weights=None) -> Backbon
     return bb
 
 
-@BACKBONES.register("convnext_tiny", "timm convnext_tiny (28M), head LayerNorm kept per head; "
+@BACKBONES.register("convnext_tiny", "timm convnext_tiny (28M), a fresh head LayerNorm per head; "
                     "sizes multiple of 32 (PathMNIST: 32 px)")
 def convnext_tiny(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
     bb = timm_backbone("convnext_tiny", image_size, pretrained, weights)
     model = bb.features
-    # timm applies head.norm (LayerNorm over channels) after pooling; move it
-    # into every head, each a copy of the (pretrained) norm, as the released
-    # code's multi-head ConvNeXt did.
-    norm = nn.LayerNorm(bb.dim, eps=model.head.norm.eps)
-    norm.load_state_dict({"weight": model.head.norm.weight.detach().clone(),
-                          "bias": model.head.norm.bias.detach().clone()})
+    # timm applies head.norm (LayerNorm over channels) after pooling. The
+    # released code replaced the classifier and gave every head a NEW
+    # LayerNorm2d (weight 1, bias 0) before its Linear; do the same, so
+    # pretrained runs start from the same head as the paper's.
+    eps = model.head.norm.eps
     model.head.norm = nn.Identity()
-    bb.head_prefix = lambda: copy.deepcopy(norm)
+    bb.head_prefix = lambda: nn.LayerNorm(bb.dim, eps=eps)
     bb.min_size = SIZE_RULES["convnext_tiny"][0]
     return bb
 

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     sub.add_parser("list", help="list registered methods, datasets, backbones, profiles"
                    ).set_defaults(func=lambda args: print(list_registries()) or 0)
     p = sub.add_parser("run", help="train a grid of methods x datasets x backbones x seeds")
-    p.add_argument("--method", default="sl1h", help="method name(s), comma separated, or all")
+    p.add_argument("--method", default="sl1h", help="method name(s), comma separated, 'paper' (the paper's 8 trained "
+                   "methods) or 'all' (also the extra baselines)")
     p.add_argument("--dataset", default="digits", help="dataset name(s), comma separated, or all")
     p.add_argument("--backbone", default=None,
                    help="backbone name(s), comma separated, or all (default: the dataset's)")
@@ -77,7 +78,10 @@ def resolve_run(args):
     backbones = None
     if args.backbone is not None:
         backbones = expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES)
-    names = expand_names(args.method, training_methods(), "method", METHODS)
+    from bench.methods import PAPER_METHODS
+
+    names = expand_names(args.method, training_methods(), "method", METHODS,
+                         aliases={"paper": list(PAPER_METHODS)})
     raw = parse_set(args.overrides)
     owned = {name: field_types(method_params(name)) for name in names}
     train_keys = field_types(base)

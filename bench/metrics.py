@@ -64,10 +64,11 @@ def calibration_gap(probs: np.ndarray, labels: np.ndarray) -> float:
 
 
 def nll(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Mean -log p_y with probabilities clipped as scikit-learn's log_loss."""
-    p = np.asarray(probs, dtype=np.float64)
-    eps = np.finfo(p.dtype).eps
-    p_y = np.clip(p[np.arange(len(labels)), labels], eps, 1 - eps)
+    """Mean -log p_y, clipped as scikit-learn's log_loss clips the array given:
+    to [eps, 1 - eps] with eps of its dtype (float32 predictions: 1.19e-7)."""
+    probs = np.asarray(probs)
+    eps = np.finfo(probs.dtype if probs.dtype.kind == "f" else np.float64).eps
+    p_y = np.clip(probs[np.arange(len(labels)), labels].astype(np.float64), eps, 1 - eps)
     return float(-np.mean(np.log(p_y)))
 
 

@@ -23,6 +23,9 @@ DATASET_NAMES = {"chaoyang": "Chaoyang", "kvasir": "Kvasir", "pathmnist": "PathM
 DEFAULT_SECTIONS = (("sl1h", "ls", "mbls", "mixup", "dca", "focal", "adafocal", "flsd53"),
                     ("dens",),
                     ("2hsl", "2hml", "4hml"))
+# The paper's temperature-scaling tables (appendix) show these methods only;
+# an explicit --order shows others.
+PAPER_TS = ("sl1h", "2hsl", "4hml")
 REFERENCE = "sl1h"  # what the significance tests compare against
 CAPTIONS = {
     "main": r"Results on the \textbf{{{dataset} dataset}} with different architectures and "
@@ -167,8 +170,8 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     methods = {g.method if k.endswith(("+ts", "@ts-base")) else k
                for (d, b, k), g in groups.items() if d == dataset and b in bbs}
     if kind == "ts":
-        methods = {m for m in methods
-                   if any((dataset, b, f"{m}+ts") in groups for b in bbs)}
+        methods = {m for m in methods if (sections or m in PAPER_TS)
+                   and any((dataset, b, f"{m}+ts") in groups for b in bbs)}
     rows = [r for r in table_rows(kind, methods, sections)
             if any((dataset, b, r.key) in groups for b in bbs)]
     if not rows:

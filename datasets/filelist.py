@@ -88,9 +88,11 @@ def stratified_holdout(labels: np.ndarray, n_out: int, seed: int = SPLIT_SEED):
 
 def paper_split(labels: np.ndarray) -> dict[str, np.ndarray]:
     """The paper's Kvasir procedure: test = stratified N//5 of all, then
-    val = stratified N//5 of the rest, train = what remains (random_state 0)."""
+    val = a stratified N//5 (N = all images) taken from the rest, train = what
+    remains (random_state 0). Both holdouts have N//5 images, as in the
+    released prepare_endo_data.py and the published split CSVs."""
     rest, test = stratified_holdout(labels, len(labels) // 5)
-    keep, val = stratified_holdout(labels[rest], len(rest) // 5)
+    keep, val = stratified_holdout(labels[rest], len(labels) // 5)
     return {"train": np.sort(rest[keep]), "val": np.sort(rest[val]), "test": np.sort(test)}
 
 

@@ -4,7 +4,7 @@ Layout of the official `hyper-kvasir-labeled-images.zip`, extracted:
     <root>/image-labels.csv   columns "Video file","Organ","Finding","Classification"
     <root>/<organ>/<classification>/<finding>/<Video file>.jpg   (any nesting works)
 Class = Finding, sorted names -> 0..22. Default split = the paper's: test =
-stratified N//5 of all images, validation = stratified N//5 of the rest,
+stratified N//5 of all images, validation = a stratified N//5 drawn from the rest,
 train = the remainder (scikit-learn train_test_split, random_state 0).
 User split CSVs (image_id,label) override it. The paper resized images to
 512x512 once beforehand; here the decode-once cache resizes straight to the
@@ -24,7 +24,7 @@ from .filelist import (FileIndex, check_options, default_root, file_index, label
 
 COLUMNS = ("Video file", "Organ", "Finding", "Classification")
 PUBLISHED_TOTAL = 10662
-PUBLISHED = {"train": 6824, "val": 1706, "test": 2132}  # the paper's procedure on 10,662
+PUBLISHED = {"train": 6398, "val": 2132, "test": 2132}  # the paper's procedure on 10,662
 OPTIONS = {
     "train_csv": "CSV image_id,label (image_id = file stem or path under the root)",
     "val_csv": "CSV image_id,label for validation",
@@ -95,7 +95,7 @@ def index(data_root=None, **options) -> FileIndex:
         labels = np.asarray([classes.index(r["Finding"]) for r in rows], dtype=np.int64)
         idx = paper_split(labels)
         splits = {k: ([paths[i] for i in v], labels[v]) for k, v in idx.items()}
-        how = "paper: stratified test N//5, val N//5 of rest, random_state 0"
+        how = "paper: stratified test N//5, val N//5 (of all) from the rest, random_state 0"
     return FileIndex(
         name="kvasir", root=root, classes=classes,
         paths={k: v[0] for k, v in splits.items()}, labels={k: v[1] for k, v in splits.items()},

@@ -65,9 +65,11 @@ def test_paper_size_224(name):
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
 
 
-def test_convnext_heads_each_keep_the_head_layernorm():
-    """1-head model == timm's own convnext_tiny with the same weights (its head:
-    pool -> LayerNorm -> fc), and every head owns a copy of that LayerNorm."""
+def test_convnext_heads_each_have_their_own_fresh_layernorm():
+    """Every head owns a NEW LayerNorm (weight 1, bias 0, as the released code's
+    per-head LayerNorm2d), whatever the loaded weights hold; with the trained
+    norm and fc copied in, a head equals timm's own convnext_tiny
+    (pool -> LayerNorm -> fc)."""
     torch.manual_seed(0)
     ref = timm.create_model("convnext_tiny", num_classes=K).eval()
     with torch.no_grad():
@@ -84,9 +86,13 @@ def test_convnext_heads_each_keep_the_head_layernorm():
     assert bb.weights.startswith("file:cx.safetensors sha256:")
     norm0, norm1 = model.per_head[0][0], model.per_head[1][0]
     assert norm0.weight is not norm1.weight
-    assert torch.equal(norm0.weight, ref.head.norm.weight)
+    for norm in (norm0, norm1):
+        assert torch.equal(norm.weight, torch.ones(768)) and torch.equal(norm.bias, torch.zeros(768))
+        assert norm.eps == ref.head.norm.eps
     with torch.no_grad():
         for head in model.per_head:
+            head[0].weight.copy_(ref.head.norm.weight)
+            head[0].bias.copy_(ref.head.norm.bias)
             head[1].weight.copy_(ref.head.fc.weight)
             head[1].bias.copy_(ref.head.fc.bias)
         x = torch.randn(2, 3, 32, 32)

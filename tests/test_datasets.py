@@ -169,7 +169,7 @@ def test_kvasir_tree_runs_with_finding_classes(tmp_path):
     assert run_bench("kvasir", root, tmp_path, "--set", "image_size=16") == 0
     config, pred = only_record(tmp_path)
     assert config["classes"] == ["cecum", "esophagitis-a", "polyps", "z-line"]  # sorted Finding
-    assert len(pred["test_labels"]) == 50 // 5 and len(pred["val_labels"]) == 40 // 5
+    assert len(pred["test_labels"]) == 50 // 5 and len(pred["val_labels"]) == 50 // 5
     assert Counter(pred["test_labels"].tolist()) == {0: 2, 1: 4, 2: 3, 3: 1}  # stratified
 
 
@@ -179,12 +179,12 @@ def test_kvasir_split_matches_sklearn_procedure_and_is_stable(tmp_path):
     labels = np.repeat(np.arange(5), [40, 7, 23, 12, 19])  # N = 101
     split = paper_split(labels)
     n = len(labels)
-    assert (len(split["test"]), len(split["val"])) == (n // 5, (n - n // 5) // 5)
-    assert len(split["train"]) == n - n // 5 - (n - n // 5) // 5
+    assert (len(split["test"]), len(split["val"])) == (n // 5, n // 5)  # N//5 / N//5 / rest
+    assert len(split["train"]) == n - 2 * (n // 5)
     # Independent computation: the paper's two train_test_split calls.
     idx = np.arange(n)
     rest, test = train_test_split(idx, test_size=n // 5, stratify=labels, random_state=0)
-    train, val = train_test_split(rest, test_size=len(rest) // 5, stratify=labels[rest],
+    train, val = train_test_split(rest, test_size=n // 5, stratify=labels[rest],
                                   random_state=0)
     assert set(split["test"]) == set(test) and set(split["val"]) == set(val)
     again = paper_split(labels.copy())

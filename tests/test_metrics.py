@@ -34,6 +34,16 @@ def test_nll_clips_zero_probability_like_sklearn():
     assert np.isfinite(M.nll(probs, labels))
 
 
+def test_nll_clips_float32_like_sklearn():
+    # saturated float32 softmax: p_y is exactly 0 for some samples
+    logits = np.array([[60.0, 0.0, 0.0], [0.0, 60.0, 0.0], [2.0, 1.0, 0.0]], dtype=np.float32)
+    probs = torch.softmax(torch.from_numpy(logits), 1).numpy()
+    labels = np.array([1, 1, 0])
+    assert probs[0, 1] < 1e-20
+    assert M.nll(probs, labels) == pytest.approx(log_loss(labels, probs, labels=range(3)),
+                                                 rel=1e-6)
+
+
 def test_auc_matches_sklearn_including_ties():
     probs, labels = random_probs(k=5, seed=1)
     probs = np.round(probs, 2)  # force ties

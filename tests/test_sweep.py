@@ -220,6 +220,6 @@ def test_run_all_calls_setup_then_the_grid_then_reports(tmp_path, with_report):
     subprocess.run(["./run_all.sh"], cwd=repo, check=True, env=env)
     calls = (repo / "calls.txt").read_text().splitlines()
     backbones = "--backbone resnet50,convnext_tiny,swin_tiny --seeds 5 --profile paper"
-    assert calls[1] == (f"run --method all --dataset chaoyang,kvasir {backbones} --pretrained "
+    assert calls[1] == (f"run --method paper --dataset chaoyang,kvasir {backbones} --pretrained "
                         "--results results")
-    assert calls[2] == f"run --method all --dataset pathmnist {backbones} --results results"
+    assert calls[2] == f"run --method paper --dataset pathmnist {backbones} --results results"
