@@ -47,12 +47,13 @@ def derived_rows(method: str, paths: list[Path]) -> dict[str, list[dict]]:
     summary and the report code: {row name: per-run test metrics}.
 
     `<method>+ts` has one entry per seed (with its fitted "temperature");
-    `dens` (only for sl1h groups) has a single entry, the ensemble of all seeds,
-    with "members" = number of seeds, as the paper (no std).
+    `dens` (only for sl1h groups of at least two seeds, as `bench report`) has
+    a single entry, the ensemble of all seeds, with "members" = number of
+    seeds, as the paper (no std).
     """
     rows = {f"{method}+ts": [{**r["test"], "temperature": r["temperature"]}
                              for r in map(temperature_scaled, paths)]}
-    if method == ENSEMBLE_OF and paths:
+    if method == ENSEMBLE_OF and len(paths) >= 2:  # one seed is no ensemble
         ens = deep_ensemble(paths)
         rows[DENS] = [{**ens["test"], "members": ens["members"]}]
     return rows

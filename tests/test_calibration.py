@@ -129,4 +129,5 @@ def test_summary_has_ts_and_dens_rows(tmp_path):
     eces = 100 * np.array([d["ece"] for d in ts])
     assert rows[4][4] == f"{eces.mean():.2f} ± {eces.std():.2f}"
     assert "dens" not in derived_rows("2hml", paths["2hml"])
+    assert "dens" not in derived_rows("sl1h", paths["sl1h"][:1])  # one seed is no ensemble
     assert "| dens" in summary_table(groups)
