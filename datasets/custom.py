@@ -6,7 +6,7 @@ csv:    bench run --dataset csv --data-root IMAGES --data-opt train=train.csv
         relative to --data-root, default the CSV's folder) and a label column
         (default `label`): class names, or integers 0..K-1.
 folder: bench run --dataset folder --data-root DIR
-        DIR/<class>/*.jpg (split by the paper's procedure: test N//5, val N//5
+        DIR/<class>/*.jpg (split by the paper's Kvasir procedure: test N//5, val N//5
         of the rest), or DIR/{train,val,test}/<class>/*.jpg (val optional:
         then stratified N//5 of train).
 Missing validation sets are always carved out of train deterministically

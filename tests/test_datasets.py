@@ -219,7 +219,7 @@ def test_folder_dataset(tmp_path):
     assert run_bench("folder", root, tmp_path, "--set", "image_size=16") == 0
     config, pred = only_record(tmp_path)
     assert config["classes"] == ["benign", "malignant"]
-    assert len(pred["test_labels"]) == 25 // 5 and len(pred["val_labels"]) == 20 // 5
+    assert len(pred["test_labels"]) == 25 // 5 and len(pred["val_labels"]) == 25 // 5
 
 
 def test_unknown_data_opt_is_one_line(tmp_path, capsys):
