@@ -97,3 +97,36 @@ def test_fusing_is_local_only(tmp_path, capsys):
     assert main(_argv(tmp_path, "--seeds", "2", "--fuse-seeds", "--executor", "slurm")) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "local executor only" in err
+
+
+def test_killed_group_fails_each_unfinished_seed_with_its_last_step(tmp_path):
+    import json
+    import os
+    import signal
+    import threading
+
+    from bench.cli import build_parser
+    from bench.sweep import run_sweep
+    from sweeputil import wait_for
+
+    args = build_parser().parse_args(_argv(tmp_path, "--seeds", "2", "--fuse-seeds",
+                                           "--set", "epochs_per_cycle=40"))
+    specs = specs_for(args)
+    killed = {}
+
+    def kill_once_training():
+        progress = wait_for(lambda: runstate.read_progress(specs[1].record), timeout=240)
+        lock = json.loads(runstate.lock_path(specs[0].record).read_text())
+        killed.update(pid=lock["pid"], step=progress["step"])
+        os.kill(lock["pid"], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_once_training, daemon=True)
+    killer.start()
+    outcomes = run_sweep(specs, args, progress=False)
+    killer.join(timeout=5)
+    assert [o["status"] for o in outcomes] == ["failed", "failed"]
+    for spec, o in zip(specs, outcomes):
+        assert "SIGKILL" in o["reason"] and o["last_step"] >= killed["step"] >= 1
+        assert runstate.read_failure(spec.record)["last_step"] == o["last_step"]
+        assert not runstate.lock_path(spec.record).exists()
+        assert not store.is_complete(spec.record)
