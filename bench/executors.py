@@ -1,5 +1,6 @@
 """Where the runs of a sweep execute: `local` (a joblib pool, one process per
-run, pinned to a GPU slot) or `slurm` (submitit job arrays).
+run, or per fused group of seeds with --fuse-seeds, pinned to a GPU slot) or
+`slurm` (submitit job arrays).
 
 An executor is `fn(specs, opts, on_outcome)`: it trains every spec and calls
 `on_outcome(outcome_dict)` as each run ends (status done | skipped | busy |

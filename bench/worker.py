@@ -3,7 +3,8 @@ the run's own failure: the sweep goes on and the failure is written down.
 
 Used in-process by SLURM jobs (submitit), and through `child_main` by the
 local executor, which gives every run a process of its own (pinned GPU,
-memory freed at exit, a SIGKILL hits one run).
+memory freed at exit, a SIGKILL hits one run) or, with --fuse-seeds, every
+group of seeds (`execute_group`).
 """
 from __future__ import annotations
 
@@ -119,23 +120,8 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
     Finished seeds are skipped and seeds locked by a live process are busy;
     the rest are locked, trained together, and all fail with one reason
     if the group fails."""
-    t0, host = time.time(), socket.gethostname()
-    outs, held = {}, []
-    for spec in specs:
-        out = {"label": spec.label, "record": str(spec.record), "pid": os.getpid(),
-               "host": host, "start": t0, "log": str(runstate.log_path(spec.record)),
-               "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
-        holder = None
-        if not (store.is_complete(spec.record) and not spec.force):
-            holder = runstate.acquire(spec.record)
-            if holder is None and store.is_complete(spec.record) and not spec.force:
-                runstate.release(spec.record)  # finished while we waited
-            elif holder is None:
-                held.append(spec)
-                runstate.clear_progress(spec.record)
-        status = "busy" if holder else "running" if spec in held else "skipped"
-        outs[spec.label] = {**out, "status": status,
-                            **({"reason": f"being trained by {holder}"} if holder else {})}
+    t0 = time.time()
+    outs, held = _claim(specs, t0)
     logs = [RunLog(s.record) for s in held]
     step = {"n": 0}
     try:
@@ -156,7 +142,32 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
     finally:
         for spec in held:
             runstate.release(spec.record)
-    return [{**outs[s.label], "end": outs[s.label].get("end", time.time())} for s in specs]
+    end = time.time()
+    return [{**outs[s.label], "end": end} for s in specs]
+
+
+def _claim(specs: list[RunSpec], t0: float) -> tuple[dict, list[RunSpec]]:
+    """Lock every unfinished seed: (label -> outcome so far, seeds now held).
+    A seed finished meanwhile is skipped; one held by a live process is busy."""
+    outs, held, host = {}, [], socket.gethostname()
+    for spec in specs:
+        out = {"label": spec.label, "record": str(spec.record), "pid": os.getpid(),
+               "host": host, "start": t0, "log": str(runstate.log_path(spec.record)),
+               "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+               "status": "skipped"}
+        outs[spec.label] = out
+        if store.is_complete(spec.record) and not spec.force:
+            continue
+        holder = runstate.acquire(spec.record)
+        if holder:
+            out.update(status="busy", reason=f"being trained by {holder}")
+        elif store.is_complete(spec.record) and not spec.force:
+            runstate.release(spec.record)  # finished while we waited
+        else:
+            out["status"] = "running"
+            held.append(spec)
+            runstate.clear_progress(spec.record)  # a killed attempt's step is stale
+    return outs, held
 
 
 def _train_group(specs: list[RunSpec], logs: list, step: dict) -> str:
