@@ -23,7 +23,10 @@ from .errors import BenchError
 from .metrics import all_metrics
 
 METRICS = ("acc", "ece", "nll", "brier", "auc", "gap")
-COSTS = ("n_params", "train_seconds", "infer_ms_per_image")
+COSTS = ("n_params", "train_seconds", "train_images_per_s", "infer_ms_per_image")
+# A deep ensemble's cost sums over its members, except rates: members train
+# one after another, so the ensemble's training images/s is their mean.
+RATE_COSTS = ("train_images_per_s",)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class Group:
     chash: str
     seeds: tuple  # seeds averaged (ensemble: its members)
     values: dict  # metric -> per-seed values, aligned with seeds
-    cost: dict  # cost -> per-run mean (ensemble: summed over members)
+    cost: dict  # cost -> per-run mean (ensemble: summed over members, rates averaged)
     single: bool = False  # one number, no std (deep ensemble)
     extra: dict = field(default_factory=dict)
 
@@ -185,8 +188,8 @@ def ensemble_group(runs: list[Run]) -> Group:
     test = deep_ensemble([r.path for r in runs])["test"]
     g = _group(runs, "dens")
     g.values = {m: [test[m]] for m in METRICS if m in test}
-    g.cost = {c: float(np.sum([r.cost[c] for r in runs])) for c in COSTS
-              if all(c in r.cost for r in runs)}
+    g.cost = {c: float((np.mean if c in RATE_COSTS else np.sum)([r.cost[c] for r in runs]))
+              for c in COSTS if all(c in r.cost for r in runs)}
     g.single, g.extra = True, {"members": len(runs)}
     return g
 

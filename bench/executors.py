@@ -1,5 +1,6 @@
 """Where the runs of a sweep execute: `local` (a joblib pool, one process per
-run, pinned to a GPU slot) or `slurm` (submitit job arrays).
+run, or per fused group of seeds with --fuse-seeds, pinned to a GPU slot) or
+`slurm` (submitit job arrays).
 
 An executor is `fn(specs, opts, on_outcome)`: it trains every spec and calls
 `on_outcome(outcome_dict)` as each run ends (status done | skipped | busy |
@@ -27,6 +28,9 @@ def add_options(p) -> None:
     p.add_argument("--jobs", type=int, default=None,
                    help="parallel runs: on CPU (default 1); with GPUs, a cap on the GPU slots")
     p.add_argument("--jobs-per-gpu", type=int, default=1, help="runs sharing one GPU (local)")
+    p.add_argument("--fuse-seeds", action="store_true",
+                   help="train the seeds of each method/config together in one process as "
+                        "one fused model (local executor; pays on a GPU, slower on CPU)")
     g = p.add_argument_group("slurm (through submitit)")
     g.add_argument("--partition", default=None, help="SLURM partition")
     g.add_argument("--time", type=int, default=120, help="time limit per run, minutes")
@@ -45,6 +49,9 @@ def check_options(opts) -> None:
         value = getattr(opts, name, None)
         if value is not None and value < 1:
             raise BenchError(f"--{name.replace('_', '-')} {value}: must be at least 1")
+    if getattr(opts, "fuse_seeds", False) and opts.executor != "local":
+        raise BenchError(f"--fuse-seeds with --executor {opts.executor}: fusing seeds runs "
+                         "on the local executor only; drop --fuse-seeds or use --executor local")
     if opts.gpus_per_job < 0:
         raise BenchError(f"--gpus-per-job {opts.gpus_per_job}: must be 0 or more")
 
@@ -83,17 +90,30 @@ def run_local(specs, opts, on_outcome) -> None:
         free.put(slot)
     threads = max(1, (os.cpu_count() or 1) // len(slots))  # cores shared out between slots
 
-    def one(spec):
+    fuse = getattr(opts, "fuse_seeds", False)
+    units = fuse_groups(specs) if fuse else [[s] for s in specs]
+
+    def one(unit):
         slot = free.get()  # a thread only starts when a slot is free, so this never waits
         try:
-            return _spawn(spec, slot, threads)
+            return _spawn_group(unit, slot, threads) if fuse else [_spawn(unit[0], slot, threads)]
         finally:
             free.put(slot)
 
     # Threads only wait on child processes; the processes do the work.
     pool = Parallel(n_jobs=len(slots), backend="threading", return_as="generator_unordered")
-    for outcome in pool(delayed(one)(spec) for spec in specs):
-        on_outcome(outcome)
+    for outcomes in pool(delayed(one)(unit) for unit in units):
+        for outcome in outcomes:
+            on_outcome(outcome)
+
+
+def fuse_groups(specs) -> list[list]:
+    """Specs grouped by (dataset, backbone, method, config hash), grid order
+    kept: the seeds one fused process trains together."""
+    groups: dict = {}
+    for spec in specs:
+        groups.setdefault((spec.dataset, spec.backbone, spec.method, spec.chash), []).append(spec)
+    return list(groups.values())
 
 
 _CONTEXT = None
@@ -130,6 +150,38 @@ def _spawn(spec, slot: str | None, threads: int) -> dict:
     if outcome is None:
         outcome = died(spec, _exit_reason(proc.exitcode), pid=proc.pid)
     return {**outcome, "slot": slot}
+
+
+def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
+    """One process trains the seeds of `specs` at once (worker.execute_group).
+    If it dies without reporting, each seed it left unfinished is failed."""
+    import json
+
+    from . import store
+    from .worker import child_main
+
+    if slot is not None and specs[0].device and specs[0].device.startswith("cuda"):
+        specs = [_with_device(s, "cuda") for s in specs]
+    first = specs[0]
+    report = runstate.side_file(first.record, f"outcome-{uuid.uuid4().hex[:8]}.json")
+    log = runstate.log_path(first.record)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    seeds = ",".join(str(s.seed) for s in specs)
+    proc = _context().Process(target=child_main, name=f"bench {first.label} fused {seeds}",
+                              daemon=False,
+                              args=(json.dumps([s.to_json() for s in specs]), str(report),
+                                    str(log), slot, threads,
+                                    (os.getpid(), runstate.proc_start(os.getpid()))))
+    proc.start()
+    proc.join()
+    outcomes = runstate.read_json(report)
+    report.unlink(missing_ok=True)
+    if outcomes is None:
+        reason = _exit_reason(proc.exitcode)
+        outcomes = [{"label": s.label, "record": str(s.record), "status": "done", "pid": proc.pid}
+                    if store.is_complete(s.record) else died(s, reason, pid=proc.pid)
+                    for s in specs]
+    return [{**o, "slot": slot} for o in outcomes]
 
 
 def _with_device(spec, device):

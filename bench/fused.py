@@ -102,9 +102,10 @@ def fused_step(fm, methods, opt, xs, ys, gens, aug_gens, cfg) -> torch.Tensor:
 
 
 def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list[int],
-                device="cpu", progress: bool = True) -> list[TrainResult]:
+                device="cpu", progress: bool = True, on_step=None) -> list[TrainResult]:
     """Train models[s] with methods[s] under seeds[s], all at once. Returns one
-    TrainResult per seed; train_seconds is the group's wall time shared equally."""
+    TrainResult per seed; train_seconds is the group's wall time shared equally.
+    `on_step(step)`, if given, is called after every step (sweep heartbeats)."""
     device = torch.device(device)
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
@@ -132,6 +133,8 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
                                          [y_train[i] for i in idxs], gens, aug_gens, cfg))
                 step, seen = step + 1, seen + len(idxs[0])
                 bar.update()
+                if on_step is not None:
+                    on_step(step)
             check_finite(losses, first, cycle, epoch, cfg.lr)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -173,7 +176,8 @@ def _results(fm, best, aucs, xs, cfg, seconds, seen, steps) -> list[TrainResult]
 
 # ----------------------------------------------------------- run records ----
 def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None = None,
-              force: bool = False, progress: bool = True) -> list[tuple[str, object]]:
+              force: bool = False, progress: bool = True,
+              on_step=None) -> list[tuple[str, object]]:
     """runner.run_seed for a group of seeds trained at once: the same records
     (same hash, same layout), plus `fused_group` in config.json. Complete
     records are skipped unless `force`."""
@@ -193,10 +197,11 @@ def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None
         methods[-1].setup(bundle.num_classes, s)
         torch.manual_seed(s)
         model, bb = build_model(exp.backbone, bundle.image_size, method.heads,
-                                bundle.num_classes, pretrained=exp.train.pretrained)
+                                bundle.num_classes, pretrained=exp.train.pretrained,
+                                weights=exp.weights)
         models.append(model)
     n_params = sum(p.numel() for p in models[0].parameters())
-    out = train_fused(models, methods, exp.train, bundle, todo, device, progress)
+    out = train_fused(models, methods, exp.train, bundle, todo, device, progress, on_step)
     for s, result in zip(todo, out):
         config = {**exp.payload(), "seed": s, "config_hash": exp.chash,
                   "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,

@@ -1,7 +1,7 @@
 """LaTeX tables in the paper's layout (pure: a tables.Table in, text out).
 
 One tabular: a column of bold method names, then per backbone a block
-ACC↑ / ECE↓ / NLL↓ / Rank↓ (optionally Params / Train / Infer) under a bold
+ACC↑ / ECE↓ / NLL↓ / Rank↓ (optionally Params / Train s / Train img/s / Infer) under a bold
 multicolumn header with a cmidrule; values x100 with two decimals, Rank with
 one; best Rank per block underlined bold, second best bold; D-Ens between
 double rules; in the TS table each method is followed by its +TS row whose
@@ -9,13 +9,12 @@ ACC is a ditto mark. Only booktabs, rotating (sideways tables) and amssymb.
 """
 from __future__ import annotations
 
-from .tables import Table, backbone_name, dataset_name, method_name
+from .tables import COST_HEADS, Table, backbone_name, cost_texts, dataset_name, method_name
 
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
 # closing double quote is the typographic ditto mark and compiles anywhere.
 DITTO = "''"
 HEADS = (r"ACC$^\uparrow$", r"ECE$_\downarrow$", r"NLL$_\downarrow$", r"Rank$_\downarrow$")
-COST_HEADS = ("Params (M)", "Train (s)", "Infer (ms)")
 PREAMBLE = ("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{rotating}\n"
             "\\usepackage{amssymb}\n")
 _ESCAPES = {"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#",
@@ -51,13 +50,6 @@ def rank_cell(cell) -> str:
     return f"\\textbf{{{text}}}" if cell.mark == "second" else text
 
 
-def cost_cells(cell) -> list[str]:
-    c = cell.cost
-    return [f"{c['n_params'] / 1e6:.2f}" if "n_params" in c else "--",
-            f"{c['train_seconds']:.1f}" if "train_seconds" in c else "--",
-            f"{c['infer_ms_per_image']:.3f}" if "infer_ms_per_image" in c else "--"]
-
-
 def row_cells(table: Table, row) -> list[str]:
     width = len(HEADS) + (len(COST_HEADS) if table.cost else 0)
     out = [f"\\textbf{{{tex_escape('+TS' if row.ts else row.label)}}}"]
@@ -69,7 +61,7 @@ def row_cells(table: Table, row) -> list[str]:
         acc = DITTO if cell.ditto_acc else metric_cell(cell, "acc", table.kind == "std")
         out += [acc] + [metric_cell(cell, m, table.kind == "std") for m in ("ece", "nll")]
         out.append(rank_cell(cell))
-        out += cost_cells(cell) if table.cost else []
+        out += cost_texts(cell.cost) if table.cost else []
     return out
 
 
@@ -113,8 +105,9 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
         out.append(f"$^{{*}}$ differs from {method_name('sl1h')} ({tex_escape(table.sig_test)} "
                    "over seeds, paired by seed, two-sided $p<0.05$).")
     if table.cost:
-        out.append("Params in millions; Train: seconds per run; Infer: ms per test image; "
-                   "D-Ens: sums over its members.")
+        out.append("Params in millions; Train: seconds and images/s of training per run; "
+                   "Infer: ms per test image; D-Ens: sums over its members (images/s: "
+                   "their mean).")
     return out
 
 

@@ -58,7 +58,7 @@ def add_parser(sub) -> None:
     for kind in KINDS:
         p.add_argument(f"--caption-{kind}", help=f"LaTeX caption of the {kind} table "
                                                  "({dataset} and {n} are filled in)")
-    p.add_argument("--cost", action="store_true", help="add params / train s / infer ms columns")
+    p.add_argument("--cost", action="store_true", help="add params / train s / train img/s / infer ms columns")
     p.add_argument("--significance", action="store_true",
                    help="mark cells that differ from SL1H (paired test over seeds)")
     p.add_argument("--test", default="auto", choices=stats.TESTS,

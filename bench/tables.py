@@ -39,6 +39,21 @@ CAPTIONS = {
 }
 
 
+COST_HEADS = ("Params (M)", "Train (s)", "Train (img/s)", "Infer (ms)")
+
+
+def cost_texts(cost: dict) -> list[str]:
+    """The cost columns of a cell, in COST_HEADS order ('--' where a record
+    lacks the number, e.g. records written before it was stored)."""
+    def one(key, text):
+        return text(cost[key]) if key in cost else "--"
+
+    return [one("n_params", lambda v: f"{v / 1e6:.2f}"),
+            one("train_seconds", lambda v: f"{v:.1f}"),
+            one("train_images_per_s", lambda v: f"{v:.1f}"),
+            one("infer_ms_per_image", lambda v: f"{v:.3f}")]
+
+
 def method_name(key: str) -> str:
     if key.endswith("+ts"):
         return method_name(key[:-3]) + "+TS"

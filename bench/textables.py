@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from .tables import Table, backbone_name
+from .tables import COST_HEADS, Table, backbone_name, cost_texts
 
 DITTO = '"'
 
@@ -33,24 +33,17 @@ def _rank(cell, markdown: bool) -> str:
     return text
 
 
-def _cost(cell) -> list[str]:
-    c = cell.cost
-    return [f"{c['n_params'] / 1e6:.2f}" if "n_params" in c else "--",
-            f"{c['train_seconds']:.1f}" if "train_seconds" in c else "--",
-            f"{c['infer_ms_per_image']:.3f}" if "infer_ms_per_image" in c else "--"]
-
-
 def headers(table: Table) -> list[str]:
     out = ["Method"]
     for b in table.backbones:
         name = backbone_name(b)
         out += [f"{name} ACC↑", "ECE↓", "Gap", "NLL↓", "Rank↓"]
-        out += ["Params (M)", "Train (s)", "Infer (ms)"] if table.cost else []
+        out += list(COST_HEADS) if table.cost else []
     return out
 
 
 def rows(table: Table, markdown: bool) -> list[list[str]]:
-    width = 5 + (3 if table.cost else 0)
+    width = 5 + (len(COST_HEADS) if table.cost else 0)
     std = table.kind == "std"
     out = []
     for row in table.rows:
@@ -63,7 +56,7 @@ def rows(table: Table, markdown: bool) -> list[list[str]]:
             line.append(DITTO if cell.ditto_acc else _value(cell, "acc", std))
             line += [_value(cell, "ece", std), f"{cell.mean['gap'] * 100:+.2f}"
                      if "gap" in cell.mean else "--", _value(cell, "nll", std), _rank(cell, markdown)]
-            line += _cost(cell) if table.cost else []
+            line += cost_texts(cell.cost) if table.cost else []
         out.append(line)
     return out
 

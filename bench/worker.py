@@ -3,7 +3,8 @@ the run's own failure: the sweep goes on and the failure is written down.
 
 Used in-process by SLURM jobs (submitit), and through `child_main` by the
 local executor, which gives every run a process of its own (pinned GPU,
-memory freed at exit, a SIGKILL hits one run).
+memory freed at exit, a SIGKILL hits one run) or, with --fuse-seeds, every
+group of seeds (`execute_group`).
 """
 from __future__ import annotations
 
@@ -113,6 +114,97 @@ def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
     return f"test acc {test['acc']:.4f} ece {test['ece']:.4f} nll {test['nll']:.4f}"
 
 
+def execute_group(specs: list[RunSpec]) -> list[dict]:
+    """`execute` for the seeds of one (dataset, backbone, method, config),
+    trained at once by bench.fused: the same outcome per seed, in order.
+    Finished seeds are skipped and seeds locked by a live process are busy;
+    the rest are locked, trained together, and all fail with one reason
+    if the group fails."""
+    t0 = time.time()
+    outs, held = _claim(specs, t0)
+    logs = [RunLog(s.record) for s in held]
+    step = {"n": 0}
+    try:
+        if held:
+            result = _train_group(held, logs, step)
+            for spec, log in zip(held, logs):
+                runstate.clear_failure(spec.record)
+                runstate.clear_progress(spec.record)
+                log(f"done in {time.time() - t0:.1f} s (fused): {result}")
+                outs[spec.label].update(status="done", steps=step["n"])
+    except Exception as err:  # noqa: BLE001 - every seed's failure is recorded
+        reason = classify(err, held[0])
+        last = _last_step(err, None) or step["n"]
+        for spec, log in zip(held, logs):
+            log(f"FAILED at step {last}: {reason}\n{traceback.format_exc()}")
+            runstate.write_failure(spec.record, reason, last, log=str(log.path), pid=os.getpid())
+            outs[spec.label].update(status="failed", reason=reason, last_step=last)
+    finally:
+        for spec in held:
+            runstate.release(spec.record)
+    end = time.time()
+    return [{**outs[s.label], "end": end} for s in specs]
+
+
+def _claim(specs: list[RunSpec], t0: float) -> tuple[dict, list[RunSpec]]:
+    """Lock every unfinished seed: (label -> outcome so far, seeds now held).
+    A seed finished meanwhile is skipped; one held by a live process is busy."""
+    outs, held, host = {}, [], socket.gethostname()
+    for spec in specs:
+        out = {"label": spec.label, "record": str(spec.record), "pid": os.getpid(),
+               "host": host, "start": t0, "log": str(runstate.log_path(spec.record)),
+               "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+               "status": "skipped"}
+        outs[spec.label] = out
+        if store.is_complete(spec.record) and not spec.force:
+            continue
+        holder = runstate.acquire(spec.record)
+        if holder:
+            out.update(status="busy", reason=f"being trained by {holder}")
+        elif store.is_complete(spec.record) and not spec.force:
+            runstate.release(spec.record)  # finished while we waited
+        else:
+            out["status"] = "running"
+            held.append(spec)
+            runstate.clear_progress(spec.record)  # a killed attempt's step is stale
+    return outs, held
+
+
+def _train_group(specs: list[RunSpec], logs: list, step: dict) -> str:
+    from bench.methods import create_method
+
+    from .fused import run_fused
+    from .runner import default_device
+    from .trainer import steps_per_epoch
+
+    first = specs[0]
+    method = create_method(first.method, dict(first.method_overrides))
+    exp, bundle = experiment_for(first, method)
+    if exp.chash != first.chash:
+        raise BenchError(f"config hash {exp.chash} differs from the sweep's {first.chash} "
+                         f"(dataset files or code changed since the grid was built)")
+    device = first.device or default_device()
+    total = steps_per_epoch(len(bundle.train), exp.train.batch_size) * exp.train.epochs
+    seeds = [s.seed for s in specs]
+    for log, spec in zip(logs, specs):
+        log(f"start {spec.label} pid {os.getpid()} fused with seeds {seeds}, device {device}, "
+            f"{total} steps, batch size {exp.train.batch_size}")
+    beat = {"t": 0.0}
+
+    def on_step(n: int) -> None:  # heartbeats of every seed, as CountingMethod does
+        step["n"] = n
+        now = time.monotonic()
+        if now - beat["t"] >= HEARTBEAT_SECONDS:
+            beat["t"] = now
+            for spec in specs:
+                runstate.write_progress(spec.record, n, total)
+
+    done = run_fused(exp, bundle, method, seeds, first.results, device=device, force=True,
+                     progress=False, on_step=on_step)
+    tests = [store.read_json(path / "metrics.json")["test"] for _, path in done]
+    return "test acc " + " ".join(f"{t['acc']:.4f}" for t in tests)
+
+
 def classify(err: BaseException, spec: RunSpec) -> str:
     """One line saying why a run failed. Out-of-memory never shrinks the batch."""
     from .trainer import NonFiniteLoss
@@ -179,7 +271,11 @@ def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: 
     # Runs side by side must not oversubscribe the cores: measured on a busy
     # 2-core machine, two runs with 2 torch threads each stepped ~10x slower.
     torch.set_num_threads(threads)
-    outcome = execute(RunSpec.from_json(spec_json))
+    payload = json.loads(spec_json)
+    if isinstance(payload, list):  # a fused group of seeds (--fuse-seeds)
+        outcome = execute_group([RunSpec.from_json(t) for t in payload])
+    else:
+        outcome = execute(RunSpec.from_json(spec_json))
     with open(report + ".tmp", "w") as f:
         json.dump(outcome, f)
     os.replace(report + ".tmp", report)

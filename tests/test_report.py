@@ -90,7 +90,8 @@ def test_significance_marks_follow_a_paired_t_test(done):
     # ResNet50 LS ACC 78 vs 80, 81, 82: p = 0.013 -> marked; ECE 3 vs 6, 5, 4: p = 0.074 -> not
     assert r"78.00$^{*}$ & 3.00 &" in tex
     assert "paired t-test over seeds" in tex
-    assert "Params (M) & Train (s) & Infer (ms)" in tex and "1.00 & 11.0 & 0.500" in tex
+    assert "Params (M) & Train (s) & Train (img/s) & Infer (ms)" in tex
+    assert "1.00 & 11.0 & 185.0 & 0.500" in tex  # ResNet50 SL1H: 3 seeds' means
 
 
 def test_choose_test():
