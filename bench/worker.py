@@ -93,10 +93,12 @@ def execute(spec: RunSpec) -> dict:
         runstate.release(spec.record)
 
 
-def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
+def _prepare(spec: RunSpec):
+    """Rebuild a spec's method, experiment and data in this process, checking
+    the hash still matches the sweep's; -> (method, exp, bundle, device, steps)."""
     from bench.methods import create_method
 
-    from .runner import default_device, run_seed
+    from .runner import default_device
     from .trainer import steps_per_epoch
 
     method = create_method(spec.method, dict(spec.method_overrides))
@@ -106,6 +108,13 @@ def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
                          f"(dataset files or code changed since the grid was built)")
     device = spec.device or default_device()
     total = steps_per_epoch(len(bundle.train), exp.train.batch_size) * exp.train.epochs
+    return method, exp, bundle, device, total
+
+
+def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
+    from .runner import run_seed
+
+    method, exp, bundle, device, total = _prepare(spec)
     log(f"device {device}, {total} steps, batch size {exp.train.batch_size}")
     counter = ctx["counter"] = CountingMethod(method, spec.record, total, log)
     _, path = run_seed(exp, bundle, counter, spec.seed, spec.results, device=device,
@@ -171,20 +180,10 @@ def _claim(specs: list[RunSpec], t0: float) -> tuple[dict, list[RunSpec]]:
 
 
 def _train_group(specs: list[RunSpec], logs: list, step: dict) -> str:
-    from bench.methods import create_method
-
     from .fused import run_fused
-    from .runner import default_device
-    from .trainer import steps_per_epoch
 
     first = specs[0]
-    method = create_method(first.method, dict(first.method_overrides))
-    exp, bundle = experiment_for(first, method)
-    if exp.chash != first.chash:
-        raise BenchError(f"config hash {exp.chash} differs from the sweep's {first.chash} "
-                         f"(dataset files or code changed since the grid was built)")
-    device = first.device or default_device()
-    total = steps_per_epoch(len(bundle.train), exp.train.batch_size) * exp.train.epochs
+    method, exp, bundle, device, total = _prepare(first)
     seeds = [s.seed for s in specs]
     for log, spec in zip(logs, specs):
         log(f"start {spec.label} pid {os.getpid()} fused with seeds {seeds}, device {device}, "

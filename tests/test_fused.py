@@ -7,7 +7,6 @@ import torch
 
 from bench.backbones import build_model
 from bench.config import PROFILES
-from bench.datasets import load_dataset
 from bench.fused import FusedModel, train_fused
 from bench.methods import create_method
 from bench.trainer import NonFiniteLoss, train
@@ -16,15 +15,6 @@ SEEDS = [0, 1, 2]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    bundle = load_dataset("digits", image_size=12)
-    for name, n in (("train", 48), ("val", 40), ("test", 40)):
-        split = bundle.split(name)
-        split.images, split.labels = split.images[:n], split.labels[:n]
-    return bundle
 
 
 def _model(bundle, seed, heads=2):

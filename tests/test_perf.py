@@ -9,7 +9,6 @@ import torch
 from bench import perf
 from bench.backbones import build_model
 from bench.config import PROFILES, TrainConfig, config_hash, result_fields
-from bench.datasets import load_dataset
 from bench.errors import BenchError
 from bench.methods import create_method
 from bench.trainer import train
@@ -72,15 +71,6 @@ def test_only_result_changing_switches_enter_the_run_hash():
     for field, value in (("bf16", True), ("augment_mode", "per_image")):
         assert config_hash(result_fields(dataclasses.replace(TrainConfig(), **{field: value}))) \
             != base, field
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    bundle = load_dataset("digits", image_size=12)
-    for name, n in (("train", 48), ("val", 40), ("test", 40)):
-        split = bundle.split(name)
-        split.images, split.labels = split.images[:n], split.labels[:n]
-    return bundle
 
 
 def _run(bundle, **kw):

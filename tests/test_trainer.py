@@ -7,7 +7,6 @@ import torch
 
 from bench.backbones import build_model
 from bench.config import PROFILES
-from bench.datasets import load_dataset
 from bench.methods import create_method
 from bench.trainer import NonFiniteLoss, cosine_lr, epoch_batches, steps_per_epoch, train
 
@@ -31,16 +30,6 @@ def test_epoch_batches_cover_the_data_once(n, bs):
     assert len(batches) == steps_per_epoch(n, bs)
     # only a trailing single image may be dropped (BatchNorm cannot use it)
     assert len(seen) == n - (1 if n % bs == 1 and n > 1 else 0)
-
-
-@pytest.fixture(scope="module")
-def tiny_digits():
-    bundle = load_dataset("digits", image_size=12)
-    # a small subset keeps the run to about a second
-    for name, n in (("train", 96), ("val", 60), ("test", 60)):
-        split = bundle.split(name)
-        split.images, split.labels = split.images[:n], split.labels[:n]
-    return bundle
 
 
 def _train(bundle, seed, **changes):
