@@ -17,7 +17,6 @@ reassociation (tests/test_fused.py). Layers that draw from the global RNG
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import time
 
@@ -182,33 +181,19 @@ def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None
     (same hash, same layout), plus `fused_group` in config.json. Complete
     records are skipped unless `force`."""
     from . import store
-    from .backbones import build_model
-    from .provenance import provenance
-    from .runner import default_device, record_metrics
+    from .runner import default_device, init_model, n_params, save_run
 
     paths = {s: exp.record_dir(results, s) for s in seeds}
     todo = [s for s in seeds if force or not store.is_complete(paths[s])]
     if not todo:
         return [("skipped", paths[s]) for s in seeds]
     device = device or default_device()
-    methods, models = [], []
-    for s in todo:  # per seed exactly as run_seed: method draws, then initial weights
-        methods.append(copy.deepcopy(method))
-        methods[-1].setup(bundle.num_classes, s)
-        torch.manual_seed(s)
-        model, bb = build_model(exp.backbone, bundle.image_size, method.heads,
-                                bundle.num_classes, pretrained=exp.train.pretrained,
-                                weights=exp.weights)
-        models.append(model)
-    n_params = sum(p.numel() for p in models[0].parameters())
-    out = train_fused(models, methods, exp.train, bundle, todo, device, progress, on_step)
+    methods = [copy.deepcopy(method) for _ in todo]  # each seed draws its own weights
+    models = [init_model(exp, bundle, m, s) for m, s in zip(methods, todo)]
+    weights_label = models[0][1].weights
+    out = train_fused([m for m, _ in models], methods, exp.train, bundle, todo, device,
+                      progress, on_step)
     for s, result in zip(todo, out):
-        config = {**exp.payload(), "seed": s, "config_hash": exp.chash,
-                  "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
-                  "backbone_weights": bb.weights, "fused_group": todo,
-                  "provenance": provenance(device)}
-        store.write_record(paths[s], config, record_metrics(result, bundle, n_params), {
-            "val_logits": result.val_logits, "val_labels": bundle.val.labels,
-            "test_logits": result.test_logits, "test_labels": bundle.test.labels,
-        })
+        save_run(paths[s], exp, bundle, s, result, n_params(models[0][0]), weights_label,
+                 device, fused_group=todo)
     return [("done" if s in todo else "skipped", paths[s]) for s in seeds]

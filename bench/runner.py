@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import torch
 
 from . import store
@@ -63,6 +62,27 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def init_model(exp: Experiment, bundle, method, seed: int):
+    """Method draws (class weights), then initial weights, both from the seed:
+    the one order every training path uses, so fused and single runs agree."""
+    method.setup(bundle.num_classes, seed)
+    torch.manual_seed(seed)
+    return build_model(exp.backbone, bundle.image_size, method.heads, bundle.num_classes,
+                       pretrained=exp.train.pretrained, weights=exp.weights)
+
+
+def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: int,
+             weights_label: str, device: str, **extra) -> None:
+    """Write one seed's record (config with provenance, metrics, predictions)."""
+    config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
+              "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
+              "backbone_weights": weights_label, **extra, "provenance": provenance(device)}
+    store.write_record(path, config, record_metrics(result, bundle, n_params), {
+        "val_logits": result.val_logits, "val_labels": bundle.val.labels,
+        "test_logits": result.test_logits, "test_labels": bundle.test.labels,
+    })
+
+
 def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | None = None,
              force: bool = False, progress: bool = True) -> tuple[str, Path]:
     """Train and store one seed; returns ('skipped'|'done', record path)."""
@@ -70,20 +90,14 @@ def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | 
     if store.is_complete(path) and not force:
         return "skipped", path
     device = device or default_device()
-    method.setup(bundle.num_classes, seed)
-    torch.manual_seed(seed)  # model initialisation
-    model, bb = build_model(exp.backbone, bundle.image_size, method.heads, bundle.num_classes,
-                            pretrained=exp.train.pretrained, weights=exp.weights)
+    model, bb = init_model(exp, bundle, method, seed)
     result = train(model, method, exp.train, bundle, seed, device=device, progress=progress)
-    config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
-              "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
-              "backbone_weights": bb.weights, "provenance": provenance(device)}
-    n_params = sum(p.numel() for p in model.parameters())
-    store.write_record(path, config, record_metrics(result, bundle, n_params), {
-        "val_logits": result.val_logits, "val_labels": bundle.val.labels,
-        "test_logits": result.test_logits, "test_labels": bundle.test.labels,
-    })
+    save_run(path, exp, bundle, seed, result, n_params(model), bb.weights, device)
     return "done", path
+
+
+def n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
 
 
 def record_metrics(result, bundle, n_params: int) -> dict:
@@ -98,13 +112,3 @@ def record_metrics(result, bundle, n_params: int) -> dict:
         "infer_ms_per_image": result.infer_ms_per_image,
         "n_params": n_params,
     }
-
-
-def seed_metrics(paths) -> list[dict]:
-    return [store.read_json(Path(p) / "metrics.json") for p in paths]
-
-
-def mean_std(values) -> tuple[float, float]:
-    """Mean and population std (ddof=0), as the paper's tables."""
-    arr = np.asarray(values, dtype=np.float64)
-    return float(arr.mean()), float(arr.std(ddof=0))
