@@ -132,21 +132,33 @@ def _context():
     return _CONTEXT
 
 
-def _spawn(spec, slot: str | None, threads: int) -> dict:
+def _pin(specs, slot: str | None):
+    """On a GPU slot the run sees exactly one GPU (CUDA_VISIBLE_DEVICES), as cuda:0."""
+    if slot is not None and specs[0].device and specs[0].device.startswith("cuda"):
+        return [_with_device(s, "cuda") for s in specs]
+    return specs
+
+
+def _launch(payload: str, first, name: str, slot: str | None, threads: int):
+    """Run worker.child_main(payload) in its own process; -> (report or None, process)."""
     from .worker import child_main
 
-    if slot is not None and spec.device and spec.device.startswith("cuda"):
-        spec = _with_device(spec, "cuda")  # the run sees exactly one GPU, as cuda:0
-    report = runstate.side_file(spec.record, f"outcome-{uuid.uuid4().hex[:8]}.json")
-    log = runstate.log_path(spec.record)
+    report = runstate.side_file(first.record, f"outcome-{uuid.uuid4().hex[:8]}.json")
+    log = runstate.log_path(first.record)
     log.parent.mkdir(parents=True, exist_ok=True)
-    proc = _context().Process(target=child_main, name=f"bench {spec.label}", daemon=False,
-                              args=(spec.to_json(), str(report), str(log), slot, threads,
+    proc = _context().Process(target=child_main, name=name, daemon=False,
+                              args=(payload, str(report), str(log), slot, threads,
                                     (os.getpid(), runstate.proc_start(os.getpid()))))
     proc.start()
     proc.join()
     outcome = runstate.read_json(report)
     report.unlink(missing_ok=True)
+    return outcome, proc
+
+
+def _spawn(spec, slot: str | None, threads: int) -> dict:
+    (spec,) = _pin([spec], slot)
+    outcome, proc = _launch(spec.to_json(), spec, f"bench {spec.label}", slot, threads)
     if outcome is None:
         outcome = died(spec, _exit_reason(proc.exitcode), pid=proc.pid)
     return {**outcome, "slot": slot}
@@ -158,24 +170,11 @@ def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
     import json
 
     from . import store
-    from .worker import child_main
 
-    if slot is not None and specs[0].device and specs[0].device.startswith("cuda"):
-        specs = [_with_device(s, "cuda") for s in specs]
-    first = specs[0]
-    report = runstate.side_file(first.record, f"outcome-{uuid.uuid4().hex[:8]}.json")
-    log = runstate.log_path(first.record)
-    log.parent.mkdir(parents=True, exist_ok=True)
+    specs = _pin(specs, slot)
     seeds = ",".join(str(s.seed) for s in specs)
-    proc = _context().Process(target=child_main, name=f"bench {first.label} fused {seeds}",
-                              daemon=False,
-                              args=(json.dumps([s.to_json() for s in specs]), str(report),
-                                    str(log), slot, threads,
-                                    (os.getpid(), runstate.proc_start(os.getpid()))))
-    proc.start()
-    proc.join()
-    outcomes = runstate.read_json(report)
-    report.unlink(missing_ok=True)
+    outcomes, proc = _launch(json.dumps([s.to_json() for s in specs]), specs[0],
+                             f"bench {specs[0].label} fused {seeds}", slot, threads)
     if outcomes is None:
         reason = _exit_reason(proc.exitcode)
         outcomes = [{"label": s.label, "record": str(s.record), "status": "done", "pid": proc.pid}
