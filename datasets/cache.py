@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -156,14 +155,3 @@ def cached_images(paths: list[str], size: int, cache_dir: Path, progress: bool =
         if tmp.exists():
             tmp.unlink()
     return np.load(final, mmap_mode="c")
-
-
-def timed_build_and_load(paths: list[str], size: int, cache_dir: Path) -> dict:
-    """Seconds to build the cache and to load it (mmap + read every byte)."""
-    t0 = time.perf_counter()
-    cached_images(paths, size, cache_dir, progress=False)
-    t1 = time.perf_counter()
-    arr = np.array(cached_images(paths, size, cache_dir, progress=False))  # force a full read
-    t2 = time.perf_counter()
-    return {"n": len(paths), "size": size, "build_s": t1 - t0, "load_s": t2 - t1,
-            "mb": arr.nbytes / 2**20}

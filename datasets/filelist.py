@@ -96,18 +96,24 @@ def paper_split(labels: np.ndarray) -> dict[str, np.ndarray]:
     return {"train": np.sort(rest[keep]), "val": np.sort(rest[val]), "test": np.sort(test)}
 
 
-def read_csv_rows(path: str | Path, columns: tuple[str, str]) -> list[tuple[str, str]]:
-    """(image, label) pairs from a CSV with a header naming `columns`."""
+def read_csv_dicts(path: str | Path, columns, missing: str = "") -> list[dict[str, str]]:
+    """Rows of a CSV as {column: stripped value} for `columns`, which the header
+    must name. `missing` replaces the message for a file that does not exist."""
     path = Path(path)
     if not path.is_file():
-        raise BenchError(f"split CSV '{path}' does not exist")
+        raise BenchError(missing or f"split CSV '{path}' does not exist")
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise BenchError(f"{path}: missing column(s) {missing}; "
+        absent = [c for c in columns if c not in (reader.fieldnames or [])]
+        if absent:
+            raise BenchError(f"{path}: missing column(s) {absent}; "
                              f"found {reader.fieldnames}, expected {list(columns)}")
-        return [(row[columns[0]].strip(), row[columns[1]].strip()) for row in reader]
+        return [{c: row[c].strip() for c in columns} for row in reader]
+
+
+def read_csv_rows(path: str | Path, columns: tuple[str, str]) -> list[tuple[str, str]]:
+    """(image, label) pairs from a CSV with a header naming `columns`."""
+    return [(row[columns[0]], row[columns[1]]) for row in read_csv_dicts(path, columns)]
 
 
 def label_ids(raw: list[str], classes: list[str] | None, where: str) -> np.ndarray:

@@ -20,10 +20,10 @@ from bench.errors import BenchError
 
 from .base import DATASETS
 from .filelist import (FileIndex, check_options, default_root, file_index, label_ids,
-                       list_images, paper_split, read_csv_rows, require_dir, to_bundle)
+                       list_images, paper_split, read_csv_dicts, read_csv_rows, require_dir,
+                       to_bundle)
 
 COLUMNS = ("Video file", "Organ", "Finding", "Classification")
-PUBLISHED_TOTAL = 10662
 PUBLISHED = {"train": 6398, "val": 2132, "test": 2132}  # the paper's procedure on 10,662
 OPTIONS = {
     "train_csv": "CSV image_id,label (image_id = file stem or path under the root)",
@@ -36,17 +36,8 @@ HINT = ("extract hyper-kvasir-labeled-images.zip there (image-labels.csv + class
 
 
 def read_labels(root: Path) -> list[dict]:
-    import csv
-
     path = root / "image-labels.csv"
-    if not path.is_file():
-        raise BenchError(f"kvasir: {path} not found; {HINT}")
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise BenchError(f"{path}: missing column(s) {missing}; found {reader.fieldnames}")
-        return [{k: row[k].strip() for k in COLUMNS} for row in reader]
+    return read_csv_dicts(path, COLUMNS, missing=f"kvasir: {path} not found; {HINT}")
 
 
 def expected_path(root: Path, row: dict) -> str:
