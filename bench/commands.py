@@ -11,8 +11,7 @@ from .data_cmd import add_data_options
 from .errors import choices_error
 from .executors import add_options as add_executor_options
 from .executors import check_options
-from .grid import (build_specs, dry_run_table, expand_names, load_options, parse_seeds,
-                   training_methods)
+from .grid import build_specs, dry_run_table, expand_names, load_options, parse_seeds
 from .summary import summary_table
 
 
@@ -70,7 +69,8 @@ def _profile_text(cfg: TrainConfig) -> str:
 def resolve_run(args):
     """Validate every name and override before any data is loaded."""
     from bench.datasets import DATASETS
-    from bench.methods import METHODS, create_method, method_params
+    from bench.methods import (METHODS, PAPER_METHODS, create_method, method_params,
+                               training_methods)
 
     seeds = parse_seeds(args.seeds)
     base = get_profile(args.profile)
@@ -78,8 +78,6 @@ def resolve_run(args):
     backbones = None
     if args.backbone is not None:
         backbones = expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES)
-    from bench.methods import PAPER_METHODS
-
     names = expand_names(args.method, training_methods(), "method", METHODS,
                          aliases={"paper": list(PAPER_METHODS)})
     raw = parse_set(args.overrides)

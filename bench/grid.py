@@ -24,13 +24,6 @@ from .errors import BenchError, choices_error
 ALL = "all"
 
 
-def training_methods() -> list[str]:
-    """The methods `--method all` trains (derived rows like dens are not trained)."""
-    from bench.methods import training_methods as names
-
-    return names()
-
-
 def expand_names(text: str, valid: list[str], kind: str, registry=None,
                  aliases: dict | None = None) -> list[str]:
     """'all' -> every valid name; 'a,b' -> [a, b] (order kept, duplicates dropped).

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from bench import store
 from bench.cli import main
@@ -34,6 +35,14 @@ def test_record_layout_and_contents(tmp_path, capsys):
     assert metrics["best_cycle"] == 1 and metrics["train_seconds"] > 0
     preds = store.load_predictions(path)
     assert preds["test_logits"].shape == (360, 1, 10) and preds["val_labels"].shape == (360,)
+    # the stored metrics are those of the stored predictions (independent recomputation)
+    from sklearn.metrics import accuracy_score, log_loss
+
+    probs = torch.softmax(torch.from_numpy(preds["test_logits"]), -1).mean(1).numpy()
+    assert metrics["test"]["acc"] == pytest.approx(
+        accuracy_score(preds["test_labels"], probs.argmax(1)))
+    assert metrics["test"]["nll"] == pytest.approx(
+        log_loss(preds["test_labels"], probs, labels=range(10)), rel=1e-5)
     out = capsys.readouterr().out
     assert "ACC (x100)" in out and "1 trained, 0 already done" in out
 

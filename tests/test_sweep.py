@@ -38,6 +38,16 @@ def test_names_expand_all_lists_and_reject_unknown():
     assert "'nope'" in msg and "sl1h, ls, 4hml, all" in msg and "\n" not in msg
 
 
+def test_method_paper_is_exactly_the_papers_trained_rows(capsys, tmp_path):
+    assert expand_names("paper,ls", ["sl1h", "ls", "4hml"], "method",
+                        aliases={"paper": ["sl1h", "4hml"]}) == ["sl1h", "4hml", "ls"]
+    assert main(["run", "--method", "paper", "--seeds", "1", "--profile", "quick",
+                 "--results", str(tmp_path), "--dry-run"]) == 0
+    listed = [line.split("|")[3].strip() for line in capsys.readouterr().out.splitlines()
+              if line.startswith("| digits")]
+    assert listed == ["sl1h", "ls", "mbls", "mixup", "dca", "2hsl", "2hml", "4hml"]
+
+
 def test_grid_keys_and_changed_hyperparameter_gives_new_record(tmp_path):
     specs = specs_for(run_args(tmp_path, "--backbone", "smallcnn,resnet18", "--seeds", "0-1"))
     keys = [(s.backbone, s.method, s.seed) for s in specs]

@@ -60,3 +60,23 @@ def test_result_shapes_and_best_cycle(tiny_digits):
 def test_divergence_is_a_clear_error(tiny_digits):
     with pytest.raises(NonFiniteLoss, match=r"non-finite loss .* step \d+"):
         _train(tiny_digits, 0, lr=1e12)
+
+
+def test_best_cycle_checkpoint_is_the_one_tested(tiny_digits, monkeypatch):
+    """Scripted AUCs make cycle 1 the best of 2: the returned logits must come
+    from cycle 1's weights, not the last ones."""
+    import bench.trainer as trainer
+
+    seen, scripted = [], iter([0.9, 0.5])
+
+    def fake_auc(probs, labels):
+        seen.append(probs.copy())
+        return next(scripted)
+
+    monkeypatch.setattr(trainer, "auc_ovr_macro", fake_auc)
+    res = _train(tiny_digits, 0)
+    assert res.best_cycle == 1 and res.cycle_val_auc == [0.9, 0.5]
+    from bench.metrics import head_probs
+
+    np.testing.assert_allclose(head_probs(res.val_logits), seen[0], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(seen[0], seen[1])  # the cycles really differ
