@@ -141,10 +141,20 @@ def prepare_model(model, cfg: TrainConfig, device: torch.device):
     """Move to the device; apply the speed-only switches. Returns (model, step_model)."""
     if cfg.augment_mode not in MODES:
         raise choices_error("augment_mode", cfg.augment_mode, MODES)
+    modes = compile_modes()
+    if cfg.compile_mode not in modes:
+        raise choices_error("compile_mode", cfg.compile_mode, modes)
     model.to(device)
     if cfg.channels_last:
         model.to(memory_format=torch.channels_last)
-    return model, (torch.compile(model) if cfg.compile else model)
+    return model, (torch.compile(model, mode=cfg.compile_mode) if cfg.compile else model)
+
+
+def compile_modes() -> list[str]:
+    """torch.compile's modes as this torch names them ("reduce-overhead" = CUDA graphs)."""
+    import torch._inductor
+
+    return list(torch._inductor.list_mode_options())
 
 
 def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",

@@ -65,7 +65,8 @@ def test_the_multi_head_loss_is_the_mean_head_cross_entropy():
 # ------------------------------------------------------ speed switches ----
 def test_only_result_changing_switches_enter_the_run_hash():
     base = config_hash(result_fields(TrainConfig()))
-    for field, value in (("channels_last", True), ("compile", True), ("eval_batch_size", 7)):
+    for field, value in (("channels_last", True), ("compile", True), ("eval_batch_size", 7),
+                         ("compile_mode", "reduce-overhead")):
         assert config_hash(result_fields(dataclasses.replace(TrainConfig(), **{field: value}))) \
             == base, field
     for field, value in (("bf16", True), ("augment_mode", "per_image")):
@@ -93,3 +94,21 @@ def test_channels_last_is_speed_only_and_bf16_changes_numbers_a_little(tiny):
 def test_unknown_augment_mode_is_a_one_line_error(tiny):
     with pytest.raises(BenchError, match="unknown augment_mode 'gpu'; choose from: batched"):
         _run(tiny, augment_mode="gpu")
+
+
+def test_compile_uses_the_configured_mode_and_rejects_unknown_ones(monkeypatch):
+    """compile=true hands compile_mode to torch.compile (reduce-overhead = CUDA
+    graphs on a GPU); a mode torch does not know is a one-line error."""
+    from bench.trainer import prepare_model
+
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda m, mode: seen.append(mode) or ("compiled", m))
+    model = torch.nn.Linear(2, 2)
+    cfg = dataclasses.replace(TrainConfig(), compile=True, compile_mode="reduce-overhead")
+    assert prepare_model(model, cfg, torch.device("cpu"))[1] == ("compiled", model)
+    assert seen == ["reduce-overhead"]
+    plain = prepare_model(model, TrainConfig(), torch.device("cpu"))
+    assert plain[1] is model and seen == ["reduce-overhead"]  # off: not compiled
+    with pytest.raises(BenchError, match=r"compile_mode.*'fastest'.*reduce-overhead"):
+        prepare_model(model, dataclasses.replace(cfg, compile_mode="fastest"),
+                      torch.device("cpu"))
