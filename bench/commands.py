@@ -88,6 +88,9 @@ def resolve_run(args):
         if key not in valid:
             raise choices_error("--set key", key, sorted(valid))
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
+    from .trainer import check_config  # torch: imported only when running
+
+    check_config(cfg)  # a bad choice fails here, not once per run
     per_method = {n: {k: v for k, v in raw.items() if k in owned[n]} for n in names}
     methods = [create_method(n, per_method[n]) for n in names]
     return seeds, methods, cfg, datasets, backbones, per_method

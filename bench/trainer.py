@@ -139,15 +139,19 @@ def check_finite(losses: list, first_step: int, cycle: int, epoch: int, lr: floa
 
 def prepare_model(model, cfg: TrainConfig, device: torch.device):
     """Move to the device; apply the speed-only switches. Returns (model, step_model)."""
-    if cfg.augment_mode not in MODES:
-        raise choices_error("augment_mode", cfg.augment_mode, MODES)
-    modes = compile_modes()
-    if cfg.compile_mode not in modes:
-        raise choices_error("compile_mode", cfg.compile_mode, modes)
+    check_config(cfg)
     model.to(device)
     if cfg.channels_last:
         model.to(memory_format=torch.channels_last)
     return model, (torch.compile(model, mode=cfg.compile_mode) if cfg.compile else model)
+
+
+def check_config(cfg: TrainConfig) -> None:
+    """One-line errors for choice-valued fields, before any run starts."""
+    if cfg.augment_mode not in MODES:
+        raise choices_error("augment_mode", cfg.augment_mode, MODES)
+    if cfg.compile_mode not in compile_modes():
+        raise choices_error("compile_mode", cfg.compile_mode, compile_modes())
 
 
 def compile_modes() -> list[str]:

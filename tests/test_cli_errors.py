@@ -14,6 +14,8 @@ CASES = [
     (["--set", "nope=1"], "unknown --set key 'nope'; choose from:"),
     (["--set", "lr=fast"], "--set lr=fast: expected float"),
     (["--set", "cycles=1.5"], "--set cycles=1.5: expected int"),
+    (["--set", "augment_mode=foo"], "unknown augment_mode 'foo'; choose from: batched, per_image"),
+    (["--set", "compile_mode=fast"], "unknown compile_mode 'fast'; choose from: default"),
     (["--seeds", "0"], "--seeds 0: need at least one seed"),
     (["--seeds", "x"], "--seeds x: expected N"),
 ]
