@@ -24,6 +24,7 @@ from torchvision.transforms.v2 import TrivialAugmentWide
 from torchvision.transforms.v2 import functional as TF
 
 from .errors import choices_error
+from .transfer import h2d
 
 NUM_BINS = 31  # torchvision's default num_magnitude_bins
 
@@ -69,13 +70,14 @@ def _warp(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     """Nearest-neighbour warp of uint8 images by per-image inverse matrices
     (pixel coordinates centred on the image), zeros outside."""
     n, _, h, w = x.shape
-    theta = theta.to(device=x.device, dtype=torch.float32)
+    # Scaled on the CPU (float32, as on the device) and copied once, without a sync.
+    scale = torch.tensor([0.5 * w, 0.5 * h])
+    theta = h2d(theta.float().transpose(1, 2) / scale, x.device)
     xs = torch.linspace((1.0 - w) * 0.5, (w - 1.0) * 0.5, w, device=x.device)
     ys = torch.linspace((1.0 - h) * 0.5, (h - 1.0) * 0.5, h, device=x.device)
     base = torch.stack([xs.expand(h, w), ys.unsqueeze(1).expand(h, w),
                         torch.ones(h, w, device=x.device)], dim=-1).view(1, h * w, 3)
-    scale = torch.tensor([0.5 * w, 0.5 * h], device=x.device)
-    grid = base.expand(n, -1, -1).bmm(theta.transpose(1, 2) / scale).view(n, h, w, 2)
+    grid = base.expand(n, -1, -1).bmm(theta).view(n, h, w, 2)
     out = F.grid_sample(x.float(), grid, mode="nearest", padding_mode="zeros", align_corners=False)
     return out.round_().to(torch.uint8)
 
@@ -135,14 +137,14 @@ def _rotate(x, mag):
     for deg, k in ((0.0, 0), (90.0, 1), (180.0, 2), (270.0, 3)):
         hit = angle == deg  # on the CPU, like the draws: no device sync
         if hit.any() and (square or k % 2 == 0):
-            hit = hit.to(x.device)
-            out[hit] = torch.rot90(x[hit], k=k, dims=(-2, -1))
+            idx = h2d(hit.nonzero().squeeze(1), x.device)  # a mask index would sync
+            out[idx] = torch.rot90(x[idx], k=k, dims=(-2, -1))
     return out
 
 
 # --------------------------------------------------------------- colour ----
 def _col(v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    return v.to(device=x.device, dtype=torch.float32).view(-1, 1, 1, 1)
+    return h2d(v.to(torch.float32), x.device).view(-1, 1, 1, 1)
 
 
 def _fma(a, b, alpha):
@@ -199,7 +201,7 @@ def _posterize_bins(n: int) -> torch.Tensor:
 def _posterize(x, mag):
     bits = mag.long()
     mask = ((1 << bits) - 1) << (8 - bits)
-    return x & mask.to(device=x.device, dtype=torch.uint8).view(-1, 1, 1, 1)
+    return x & h2d(mask.to(torch.uint8), x.device).view(-1, 1, 1, 1)
 
 
 @register("Solarize", _lin(1.0, 0.0))
@@ -245,7 +247,7 @@ def apply_ops(x: torch.Tensor, ops: torch.Tensor, mags: torch.Tensor) -> torch.T
     out = torch.empty_like(x)
     for k in torch.unique(ops).tolist():
         idx = (ops == k).nonzero().squeeze(1)
-        dev_idx = idx.to(x.device)
+        dev_idx = h2d(idx, x.device)
         out[dev_idx] = OPS[k].kernel(x[dev_idx], mags[idx])
     return out
 

@@ -29,6 +29,7 @@ from .augment import apply_ops, augment_batch, sample_params
 from .config import TrainConfig
 from .errors import BenchError
 from .metrics import auc_ovr_macro, head_probs
+from .transfer import h2d
 from .trainer import (AUG_STREAM, TrainResult, autocast, check_finite, cosine_lr,
                       epoch_batches, normalise, steps_per_epoch, to_device_images)
 
@@ -127,7 +128,7 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
             for idxs in zip(*orders):
                 for group in opt.param_groups:
                     group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
-                idxs = [i.to(device) for i in idxs]
+                idxs = [h2d(i, device) for i in idxs]
                 losses.append(fused_step(fm, methods, opt, [xs["train"][i] for i in idxs],
                                          [y_train[i] for i in idxs], gens, aug_gens, cfg))
                 step, seen = step + 1, seen + len(idxs[0])

@@ -22,6 +22,7 @@ from .augment import MODES, augment_batch
 from .config import TrainConfig
 from .errors import BenchError, choices_error
 from .metrics import auc_ovr_macro, head_probs
+from .transfer import h2d
 
 # ImageNet statistics on the 0..255 scale, so normalisation is one fused op.
 MEAN255 = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
@@ -186,7 +187,7 @@ def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
             for idx in epoch_batches(len(y_train), cfg.batch_size, gen):
                 for group in opt.param_groups:
                     group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
-                idx = idx.to(device)
+                idx = h2d(idx, device)
                 losses.append(train_step(step_model, method, opt, xs["train"][idx],
                                          y_train[idx], gen, cfg, aug_gen))
                 step, seen = step + 1, seen + len(idx)

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.errors import BenchError, choices_error
+from bench.transfer import h2d
 
 from .base import METHODS, Method
 
@@ -87,6 +88,7 @@ class MultiHead(Method):
     def __init__(self, name, params=None):
         super().__init__(name, params)
         self.weights = None
+        self._on_device = None  # (device, dtype, weights there): one copy, not one a step
         p = self.params
         if p.heads < 1:
             raise BenchError(f"{name}: heads={p.heads} must be >= 1")
@@ -112,12 +114,15 @@ class MultiHead(Method):
         self.check(num_classes)
         self.weights = torch.as_tensor(
             class_weights(num_classes, self.heads, seed, self.multi_loss), dtype=torch.float32)
+        self._on_device = None
 
     def loss(self, logits, target):
         if self.weights is None:
             raise RuntimeError(f"{self.name}: call setup(num_classes, seed) before loss()")
-        weights = self.weights.to(device=logits.device, dtype=logits.dtype)
-        return MH_LOSSES[self.params.mh_loss](logits, target, weights)
+        if self._on_device is None or self._on_device[:2] != (logits.device, logits.dtype):
+            weights = h2d(self.weights, logits.device).to(logits.dtype)
+            self._on_device = (logits.device, logits.dtype, weights)
+        return MH_LOSSES[self.params.mh_loss](logits, target, self._on_device[2])
 
 
 class MultiHeadSingleLoss(MultiHead):

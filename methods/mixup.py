@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.errors import BenchError
+from bench.transfer import h2d
 
 from .base import METHODS, Method
 
@@ -40,7 +41,7 @@ class Mixup(Method):
 
     def batch(self, x, y, gen):
         lam = draw_lambda(self.params.alpha, gen)
-        perm = torch.randperm(len(y), generator=gen).to(y.device)
+        perm = h2d(torch.randperm(len(y), generator=gen), y.device)
         return lam * x + (1 - lam) * x[perm], (y, y[perm], lam)
 
     def loss(self, logits, target):
