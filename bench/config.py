@@ -36,6 +36,10 @@ class TrainConfig:
     # torch.compile mode when compile is on; "reduce-overhead" captures the
     # small-batch step in CUDA graphs (launch overhead is what batch 8 costs).
     compile_mode: str = "default"
+    # cuDNN times its convolution algorithms once per shape and keeps the
+    # fastest (CUDA only). Off = cuDNN's heuristic choice: slower, but the same
+    # algorithm every run.
+    cudnn_benchmark: bool = True
 
     @property
     def epochs(self) -> int:
@@ -43,7 +47,8 @@ class TrainConfig:
 
 
 # Fields that change speed or memory but not the numbers: left out of the hash.
-NON_RESULT_FIELDS = frozenset({"eval_batch_size", "channels_last", "compile", "compile_mode"})
+NON_RESULT_FIELDS = frozenset({"eval_batch_size", "channels_last", "compile", "compile_mode",
+                               "cudnn_benchmark"})
 
 PROFILES = {
     # Exactly the paper's protocol.

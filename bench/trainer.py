@@ -141,10 +141,17 @@ def check_finite(losses: list, first_step: int, cycle: int, epoch: int, lr: floa
 def prepare_model(model, cfg: TrainConfig, device: torch.device):
     """Move to the device; apply the speed-only switches. Returns (model, step_model)."""
     check_config(cfg)
+    set_backends(cfg, device)
     model.to(device)
     if cfg.channels_last:
         model.to(memory_format=torch.channels_last)
     return model, (torch.compile(model, mode=cfg.compile_mode) if cfg.compile else model)
+
+
+def set_backends(cfg: TrainConfig, device: torch.device) -> None:
+    """Process-wide backend switches (each run has its own process in a sweep)."""
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
 
 
 def check_config(cfg: TrainConfig) -> None:

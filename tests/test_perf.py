@@ -66,7 +66,7 @@ def test_the_multi_head_loss_is_the_mean_head_cross_entropy():
 def test_only_result_changing_switches_enter_the_run_hash():
     base = config_hash(result_fields(TrainConfig()))
     for field, value in (("channels_last", True), ("compile", True), ("eval_batch_size", 7),
-                         ("compile_mode", "reduce-overhead")):
+                         ("compile_mode", "reduce-overhead"), ("cudnn_benchmark", False)):
         assert config_hash(result_fields(dataclasses.replace(TrainConfig(), **{field: value}))) \
             == base, field
     for field, value in (("bf16", True), ("augment_mode", "per_image")):
