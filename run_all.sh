@@ -21,11 +21,7 @@ if [ "${1:-}" = "--quick" ]; then
 fi
 
 report() {
-    if "$BENCH" report --help >/dev/null 2>&1; then
-        "$BENCH" report --results "$RESULTS" --out "$REPORTS"
-    else
-        echo "run_all.sh: no 'bench report' command in this version; tables above only" >&2
-    fi
+    "$BENCH" report --results "$RESULTS" --out "$REPORTS" || status=$?
 }
 
 status=0
