@@ -118,7 +118,7 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
     cycle_steps = steps_per_epoch(len(y_train), cfg.batch_size) * cfg.epochs_per_cycle
     best = [(-math.inf, None)] * len(seeds)
     aucs, step, seen, seconds = [[] for _ in seeds], 0, 0, 0.0
-    bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"seeds {seeds}", leave=False,
+    bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"fused x{len(seeds)}", leave=False,
                disable=not progress, unit="step")
     for cycle in range(cfg.cycles):
         t0 = time.perf_counter()

@@ -197,7 +197,8 @@ def test_failing_mixed_group_fails_every_member(tmp_path, capsys):
      "--fuse methods with --executor slurm: fusing runs on the local executor only"),
     (["--fuse", "method"], "unknown --fuse value 'method'; choose from: seeds, methods"),
     (["--fuse", "methods", "--fuse-max", "0"], "--fuse-max 0: must be at least 1"),
-    (["--fuse-max", "4"], "--fuse-max 4: only cuts fused groups; add --fuse seeds or --fuse methods"),
+    (["--fuse-max", "4"],
+     "--fuse-max 4: only cuts fused groups; add --fuse seeds or --fuse methods"),
 ])
 def test_fuse_option_errors_are_one_line(tmp_path, capsys, extra, needle):
     assert main(_argv(tmp_path, *extra)) == 2
