@@ -120,6 +120,21 @@ def test_other_backbones_or_train_configs_never_share_a_group(tmp_path):
         block("smallcnn", ["sl1h", "ls"], 0.05)]
 
 
+def test_local_executor_starts_one_process_per_capped_group(tmp_path, monkeypatch):
+    from bench import executors
+
+    args = build_parser().parse_args(["run", "--dataset", "digits", "--results", str(tmp_path),
+                                      *TINY, "--backbone", "smallcnn", "--method",
+                                      "sl1h,ls,mixup", "--seeds", "2", "--fuse", "methods",
+                                      "--fuse-max", "4"])
+    started = []
+    monkeypatch.setattr(executors, "_spawn_group", lambda unit, slot, threads: started.append(
+        [(s.method, s.seed) for s in unit]) or [])
+    executors.run_local(specs_for(args), args, lambda outcome: None)
+    assert sorted(started) == [[("ls", 1), ("mixup", 0), ("mixup", 1)],
+                               [("sl1h", 0), ("sl1h", 1), ("ls", 0)]]
+
+
 # -------------------------------------------------------------- bench run --
 # Digits at 16 px (batch 64, one epoch, a near-chance model) amplifies rounding
 # ~1000x even in a run alone: nudging the initial weights by a relative 1e-7
