@@ -1,5 +1,5 @@
 """Where the runs of a sweep execute: `local` (a joblib pool, one process per
-run, or per fused group of seeds with --fuse-seeds, pinned to a GPU slot) or
+run, or per fused group with --fuse seeds|methods, pinned to a GPU slot) or
 `slurm` (submitit job arrays).
 
 An executor is `fn(specs, opts, on_outcome)`: it trains every spec and calls
@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import runstate
 from .errors import BenchError
+from .fusegroups import FUSE_MODES, fuse_groups  # noqa: F401 - fuse_groups re-exported
 from .registry import Registry
 
 EXECUTORS = Registry("executor")
@@ -28,9 +29,15 @@ def add_options(p) -> None:
     p.add_argument("--jobs", type=int, default=None,
                    help="parallel runs: on CPU (default 1); with GPUs, a cap on the GPU slots")
     p.add_argument("--jobs-per-gpu", type=int, default=1, help="runs sharing one GPU (local)")
-    p.add_argument("--fuse-seeds", action="store_true",
-                   help="train the seeds of each method/config together in one process as "
-                        "one fused model (local executor; pays on a GPU, slower on CPU)")
+    p.add_argument("--fuse", default=None, metavar="{seeds,methods}",
+                   help="train runs together in one process as one fused model (local executor; "
+                        "pays on a GPU, slower on CPU): 'seeds' = the seeds of each method/config, "
+                        "'methods' = every run with the same data, backbone, training config "
+                        "and head count")
+    p.add_argument("--fuse-seeds", dest="fuse", action="store_const", const="seeds",
+                   help="alias of --fuse seeds")
+    p.add_argument("--fuse-max", type=int, default=None, metavar="N",
+                   help="cut fused groups into balanced chunks of at most N runs (GPU memory)")
     g = p.add_argument_group("slurm (through submitit)")
     g.add_argument("--partition", default=None, help="SLURM partition")
     g.add_argument("--time", type=int, default=120, help="time limit per run, minutes")
@@ -49,11 +56,29 @@ def check_options(opts) -> None:
         value = getattr(opts, name, None)
         if value is not None and value < 1:
             raise BenchError(f"--{name.replace('_', '-')} {value}: must be at least 1")
-    if getattr(opts, "fuse_seeds", False) and opts.executor != "local":
-        raise BenchError(f"--fuse-seeds with --executor {opts.executor}: fusing seeds runs "
-                         "on the local executor only; drop --fuse-seeds or use --executor local")
+    _check_fuse(opts)
     if opts.gpus_per_job < 0:
         raise BenchError(f"--gpus-per-job {opts.gpus_per_job}: must be 0 or more")
+
+
+def fuse_mode(opts) -> str | None:
+    """--fuse MODE; --fuse-seeds (or a hand-made namespace's fuse_seeds) is 'seeds'."""
+    return getattr(opts, "fuse", None) or ("seeds" if getattr(opts, "fuse_seeds", False) else None)
+
+
+def _check_fuse(opts) -> None:
+    mode, cap = fuse_mode(opts), getattr(opts, "fuse_max", None)
+    if mode is not None:
+        FUSE_MODES.get(mode)  # one line listing the allowed values
+        if opts.executor != "local":
+            raise BenchError(f"--fuse {mode} with --executor {opts.executor}: fusing runs on "
+                             "the local executor only; drop --fuse or use --executor local")
+    if cap is not None:
+        if cap < 1:
+            raise BenchError(f"--fuse-max {cap}: must be at least 1")
+        if mode is None:
+            modes = " or --fuse ".join(FUSE_MODES.names())
+            raise BenchError(f"--fuse-max {cap}: only cuts fused groups; add --fuse {modes}")
 
 
 # ------------------------------------------------------------------ local --
@@ -90,8 +115,9 @@ def run_local(specs, opts, on_outcome) -> None:
         free.put(slot)
     threads = max(1, (os.cpu_count() or 1) // len(slots))  # cores shared out between slots
 
-    fuse = getattr(opts, "fuse_seeds", False)
-    units = fuse_groups(specs) if fuse else [[s] for s in specs]
+    fuse = fuse_mode(opts)
+    units = fuse_groups(specs, fuse, getattr(opts, "fuse_max", None)) if fuse else \
+        [[s] for s in specs]
 
     def one(unit):
         slot = free.get()  # a thread only starts when a slot is free, so this never waits
@@ -105,15 +131,6 @@ def run_local(specs, opts, on_outcome) -> None:
     for outcomes in pool(delayed(one)(unit) for unit in units):
         for outcome in outcomes:
             on_outcome(outcome)
-
-
-def fuse_groups(specs) -> list[list]:
-    """Specs grouped by (dataset, backbone, method, config hash), grid order
-    kept: the seeds one fused process trains together."""
-    groups: dict = {}
-    for spec in specs:
-        groups.setdefault((spec.dataset, spec.backbone, spec.method, spec.chash), []).append(spec)
-    return list(groups.values())
 
 
 _CONTEXT = None
@@ -165,16 +182,15 @@ def _spawn(spec, slot: str | None, threads: int) -> dict:
 
 
 def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
-    """One process trains the seeds of `specs` at once (worker.execute_group).
-    If it dies without reporting, each seed it left unfinished is failed."""
+    """One process trains the runs of `specs` at once (worker.execute_group).
+    If it dies without reporting, each run it left unfinished is failed."""
     import json
 
     from . import store
 
     specs = _pin(specs, slot)
-    seeds = ",".join(str(s.seed) for s in specs)
     outcomes, proc = _launch(json.dumps([s.to_json() for s in specs]), specs[0],
-                             f"bench {specs[0].label} fused {seeds}", slot, threads)
+                             f"bench {specs[0].label} fused x{len(specs)}", slot, threads)
     if outcomes is None:
         reason = _exit_reason(proc.exitcode)
         outcomes = [{"label": s.label, "record": str(s.record), "status": "done", "pid": proc.pid}

@@ -1,4 +1,4 @@
-"""Several seeds of one configuration trained at once, as one fused model.
+"""Several runs of one architecture (seeds, or methods) trained at once, as one fused model.
 
 At batch 8 a GPU is mostly idle between kernel launches; training S seeds in
 lock-step puts S x 8 images through every launch. The S models' parameters
@@ -6,6 +6,8 @@ and buffers are stacked along a new leading dimension (torch.func's
 stack_module_state) and the model runs under vmap(functional_call), which
 turns every convolution into one grouped convolution over the seeds.
 
+Members may differ in method too (bench.fusegroups: `--fuse methods`) as
+long as they share the architecture (same head count) and training config.
 Each seed keeps everything it has when trained alone (bench.trainer.train):
 its own initial weights, batch order and method draws (`seed`), augmentation
 draws (`seed + AUG_STREAM`), and its own best-cycle checkpoint. The summed
@@ -117,7 +119,7 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
     cycle_steps = steps_per_epoch(len(y_train), cfg.batch_size) * cfg.epochs_per_cycle
     best = [(-math.inf, None)] * len(seeds)
     aucs, step, seen, seconds = [[] for _ in seeds], 0, 0, 0.0
-    bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"seeds {seeds}", leave=False,
+    bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"fused x{len(seeds)}", leave=False,
                disable=not progress, unit="step")
     for cycle in range(cfg.cycles):
         t0 = time.perf_counter()
@@ -178,23 +180,11 @@ def _results(fm, best, aucs, xs, cfg, seconds, seen, steps) -> list[TrainResult]
 def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None = None,
               force: bool = False, progress: bool = True,
               on_step=None) -> list[tuple[str, object]]:
-    """runner.run_seed for a group of seeds trained at once: the same records
-    (same hash, same layout), plus `fused_group` in config.json. Complete
-    records are skipped unless `force`."""
-    from . import store
-    from .runner import default_device, init_model, n_params, save_run
+    """runner.run_seed for a group of seeds of one config trained at once: the
+    same records (same hash, same layout), plus `fused_group` in config.json.
+    Complete records are skipped unless `force`. Groups that mix methods:
+    bench.fusegroups.run_members."""
+    from .fusegroups import run_members
 
-    paths = {s: exp.record_dir(results, s) for s in seeds}
-    todo = [s for s in seeds if force or not store.is_complete(paths[s])]
-    if not todo:
-        return [("skipped", paths[s]) for s in seeds]
-    device = device or default_device()
-    methods = [copy.deepcopy(method) for _ in todo]  # each seed draws its own weights
-    models = [init_model(exp, bundle, m, s) for m, s in zip(methods, todo)]
-    weights_label = models[0][1].weights
-    out = train_fused([m for m, _ in models], methods, exp.train, bundle, todo, device,
-                      progress, on_step)
-    for s, result in zip(todo, out):
-        save_run(paths[s], exp, bundle, s, result, n_params(models[0][0]), weights_label,
-                 device, fused_group=todo)
-    return [("done" if s in todo else "skipped", paths[s]) for s in seeds]
+    return run_members([(exp, method, s) for s in seeds], bundle, results, device, force,
+                       progress, on_step)

@@ -3,8 +3,8 @@ the run's own failure: the sweep goes on and the failure is written down.
 
 Used in-process by SLURM jobs (submitit), and through `child_main` by the
 local executor, which gives every run a process of its own (pinned GPU,
-memory freed at exit, a SIGKILL hits one run) or, with --fuse-seeds, every
-group of seeds (`execute_group`).
+memory freed at exit, a SIGKILL hits one run) or, with --fuse seeds|methods,
+every fused group (`execute_group`).
 """
 from __future__ import annotations
 
@@ -124,11 +124,11 @@ def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
 
 
 def execute_group(specs: list[RunSpec]) -> list[dict]:
-    """`execute` for the seeds of one (dataset, backbone, method, config),
-    trained at once by bench.fused: the same outcome per seed, in order.
-    Finished seeds are skipped and seeds locked by a live process are busy;
-    the rest are locked, trained together, and all fail with one reason
-    if the group fails."""
+    """`execute` for a fused group (seeds of one config, or runs of several
+    methods sharing an architecture; bench.fusegroups), trained at once: the
+    same outcome per run, in order. Finished runs are skipped and runs locked
+    by a live process are busy; the rest are locked, trained together, and
+    all fail with one reason if the group fails."""
     t0 = time.time()
     outs, held = _claim(specs, t0)
     logs = [RunLog(s.record) for s in held]
@@ -141,7 +141,7 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
                 runstate.clear_progress(spec.record)
                 log(f"done in {time.time() - t0:.1f} s (fused): {result}")
                 outs[spec.label].update(status="done", steps=step["n"])
-    except Exception as err:  # noqa: BLE001 - every seed's failure is recorded
+    except Exception as err:  # noqa: BLE001 - every member's failure is recorded
         reason = classify(err, held[0])
         last = _last_step(err, None) or step["n"]
         for spec, log in zip(held, logs):
@@ -156,8 +156,8 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
 
 
 def _claim(specs: list[RunSpec], t0: float) -> tuple[dict, list[RunSpec]]:
-    """Lock every unfinished seed: (label -> outcome so far, seeds now held).
-    A seed finished meanwhile is skipped; one held by a live process is busy."""
+    """Lock every unfinished run: (label -> outcome so far, runs now held).
+    A run finished meanwhile is skipped; one held by a live process is busy."""
     outs, held, host = {}, [], socket.gethostname()
     for spec in specs:
         out = {"label": spec.label, "record": str(spec.record), "pid": os.getpid(),
@@ -180,17 +180,21 @@ def _claim(specs: list[RunSpec], t0: float) -> tuple[dict, list[RunSpec]]:
 
 
 def _train_group(specs: list[RunSpec], logs: list, step: dict) -> str:
-    from .fused import run_fused
+    from .fusegroups import member_name, run_members
 
-    first = specs[0]
-    method, exp, bundle, device, total = _prepare(first)
-    seeds = [s.seed for s in specs]
+    # Each member's own method, experiment and hash check. Members share the
+    # data inputs (fusegroups keys), so grid.bundle_for's cache loads it once;
+    # run_members checks the data identities (check_lockstep) before training.
+    prepared = [_prepare(spec) for spec in specs]
+    _, exp, bundle, device, total = prepared[0]
+    members = [(p[1], p[0], spec.seed) for p, spec in zip(prepared, specs)]
+    names = ", ".join(member_name(e, s) for e, _, s in members)
     for log, spec in zip(logs, specs):
-        log(f"start {spec.label} pid {os.getpid()} fused with seeds {seeds}, device {device}, "
+        log(f"start {spec.label} pid {os.getpid()} fused with [{names}], device {device}, "
             f"{total} steps, batch size {exp.train.batch_size}")
     beat = {"t": 0.0}
 
-    def on_step(n: int) -> None:  # heartbeats of every seed, as CountingMethod does
+    def on_step(n: int) -> None:  # heartbeats of every member, as CountingMethod does
         step["n"] = n
         now = time.monotonic()
         if now - beat["t"] >= HEARTBEAT_SECONDS:
@@ -198,8 +202,8 @@ def _train_group(specs: list[RunSpec], logs: list, step: dict) -> str:
             for spec in specs:
                 runstate.write_progress(spec.record, n, total)
 
-    done = run_fused(exp, bundle, method, seeds, first.results, device=device, force=True,
-                     progress=False, on_step=on_step)
+    done = run_members(members, bundle, specs[0].results, device=device, force=True,
+                       progress=False, on_step=on_step)
     tests = [store.read_json(path / "metrics.json")["test"] for _, path in done]
     return "test acc " + " ".join(f"{t['acc']:.4f}" for t in tests)
 
@@ -271,7 +275,7 @@ def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: 
     # 2-core machine, two runs with 2 torch threads each stepped ~10x slower.
     torch.set_num_threads(threads)
     payload = json.loads(spec_json)
-    if isinstance(payload, list):  # a fused group of seeds (--fuse-seeds)
+    if isinstance(payload, list):  # a fused group (--fuse seeds|methods)
         outcome = execute_group([RunSpec.from_json(t) for t in payload])
     else:
         outcome = execute(RunSpec.from_json(spec_json))
