@@ -33,7 +33,8 @@ from .errors import BenchError
 from .metrics import auc_ovr_macro, head_probs
 from .transfer import h2d
 from .trainer import (AUG_STREAM, TrainResult, autocast, check_finite, cosine_lr,
-                      epoch_batches, normalise, steps_per_epoch, to_device_images)
+                      epoch_batches, normalise, set_backends, steps_per_epoch,
+                      to_device_images)
 
 
 class FusedModel:
@@ -68,11 +69,14 @@ class FusedModel:
 
 @torch.no_grad()
 def predict_fused(fm: FusedModel, images: torch.Tensor, cfg: TrainConfig) -> np.ndarray:
-    """Per-seed, per-head logits [S, N, M, K], evaluation mode, large batches."""
+    """Per-seed, per-head logits [S, N, M, K], evaluation mode, large batches.
+    A call puts eval_batch_size images through the group in total (each member
+    sees eval_batch_size // S), so 25 members at 224 px fit where one run does."""
     fm.train(False)
+    chunk = max(1, cfg.eval_batch_size // fm.size)
     with autocast(images.device, cfg.bf16):
-        out = [fm(normalise(images[i:i + cfg.eval_batch_size]), shared_input=True).float()
-               for i in range(0, len(images), cfg.eval_batch_size)]
+        out = [fm(normalise(images[i:i + chunk]), shared_input=True).float()
+               for i in range(0, len(images), chunk)]
     return torch.cat(out, dim=1).cpu().numpy()
 
 
@@ -111,6 +115,7 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
     device = torch.device(device)
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
+    set_backends(cfg, device)
     fm = FusedModel(models, device)
     xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
     y_train = torch.from_numpy(data.train.labels).to(device)

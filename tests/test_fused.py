@@ -82,3 +82,21 @@ def test_run_fused_writes_the_records_run_seed_writes(tiny, tmp_path):
     assert store.read_json(got[1][1] / "config.json")["fused_group"] == [0, 1]
     again = run_fused(exp, tiny, method, [0, 1, 2], tmp_path / "fused", progress=False)
     assert [g[0] for g in again] == ["skipped", "skipped", "done"]
+
+
+def test_fused_evaluation_shares_eval_batch_size_between_members(monkeypatch):
+    """A group of S evaluates eval_batch_size // S images per member per call
+    (the memory of one run's evaluation), with each member's own logits."""
+    from bench.fused import predict_fused
+    from bench.trainer import predict_logits
+
+    models = [_model_from_seed(s) for s in SEEDS]
+    images = torch.randint(0, 256, (20, 3, 12, 12), dtype=torch.uint8)
+    fm = FusedModel(models, "cpu")
+    sizes, call = [], FusedModel.__call__
+    monkeypatch.setattr(FusedModel, "__call__",
+                        lambda self, x, **kw: sizes.append(len(x)) or call(self, x, **kw))
+    out = predict_fused(fm, images, _cfg(eval_batch_size=7))  # 7 // 3 = 2 images each
+    assert sizes == [2] * 10
+    for s, m in enumerate(models):
+        np.testing.assert_allclose(out[s], predict_logits(m, images, 20), rtol=1e-5, atol=1e-5)
