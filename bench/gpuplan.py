@@ -101,18 +101,24 @@ def members(strategy: str, heads: int, seeds: int) -> tuple:
 
 def plan(s: Settings) -> list[Job]:
     """Jobs, most important first: the headline (PathMNIST ResNet50 4 heads,
-    alone and fused x seeds, bf16 and fp32), then bf16 for every cell
-    (method-fused, seed-fused, single), then fp32, then the single-run
-    switches (channels_last, compile) at the largest head count."""
+    alone and fused x seeds, bf16 and fp32); then for bf16, then fp32: the
+    method-fused groups of every cell, seed-fused and single runs at the
+    largest head count (enough for a projection: other head counts borrow
+    it), then the other head counts; last the single-run switches
+    (channels_last, compile) at the largest head count."""
     shapes, cfg0 = P.data_shapes(), base_config(s)
     pairs = [(d, b) for d in s.datasets for b in s.backbones]
     order = []
     if "pathmnist" in s.datasets and 4 in s.heads:
         order += [(("pathmnist", headline_backbone(s.backbones)), st, 4, v)
                   for v in ("bf16", "fp32") for st in ("single", "seeds") if st in s.strategies]
-    for v in ("bf16", "fp32"):
-        order += [(pair, st, h, v) for st in ("methods", "seeds", "single")
-                  if st in s.strategies for pair in pairs for h in s.heads]
+    top = max(s.heads)
+    for v in ("bf16", "fp32"):  # method groups, then every cell at the top head
+        order += [(pair, "methods", h, v) for pair in pairs for h in s.heads]
+        order += [(pair, st, top, v) for st in ("seeds", "single") for pair in pairs]
+        order += [(pair, st, h, v) for st in ("seeds", "single") for pair in pairs
+                  for h in s.heads if h != top]
+    order = [o for o in order if o[1] in s.strategies]
     if "single" in s.strategies:
         switches = ("bf16_cl", "compile") if s.compile else ("bf16_cl",)
         order += [(pair, "single", max(s.heads), v) for v in switches for pair in pairs]
@@ -167,9 +173,11 @@ def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True
             continue
         t0 = time.perf_counter()
         fk = (job.dataset, job.backbone, job.heads)
-        eval_n = min(s.eval_images, P.data_shapes()[job.dataset].val)
+        steps, eval_n = P.job_sizes(job.members, s.steps, s.eval_images,
+                                    job.cfg.eval_batch_size)
+        eval_n = min(eval_n, P.data_shapes()[job.dataset].val)
         try:
-            m = measure(job, s.device, s.steps, s.warmup, eval_n, deadline,
+            m = measure(job, s.device, steps, s.warmup, eval_n, deadline,
                         flops=fk not in flops)
         except OutOfBudget as err:
             skipped.append({"key": k, "reason": str(err)})
@@ -204,6 +212,7 @@ def row(job: Job, m: dict, flops_member, cost_s: float, name: str, device: str) 
         "peak": "n/a" if tflops is None else P.peak_fraction(tflops, name, bf16,
                                                              device == "cuda"),
         "first_step_s": m["first_step_s"], "build_s": m["build_s"], "cost_s": cost_s,
+        "timed_steps": m["timed_steps"], "eval_images": m["eval_images"],
     }
 
 

@@ -56,6 +56,11 @@ def render(results: dict) -> str:
              f"NOTE: {results['note']}", "", "Measurements (one row per job):",
              measurements_table(results["measurements"]) if results["measurements"]
              else "(none)"]
+    for kind in ("skipped", "failed"):
+        if results[kind]:
+            parts += ["", f"{kind.capitalize()} ({len(results[kind])} of "
+                      f"{results['planned']} jobs):"]
+            parts += [f"  {x['key']}: {x['reason']}" for x in results[kind]]
     if results["headline"]:
         parts += ["", "Headline projection (issue 7):", headline_table(results["headline"])]
     parts += ["", f"Grid projection: {len(results['shapes'])} datasets x "
@@ -63,11 +68,6 @@ def render(results: dict) -> str:
               f"{results['grid_runs']} runs on one {results['device']}, groups back to back "
               f"(projected from the measured ms/step and eval ms/image):"]
     parts.append(grid_table(results["grid"]) if results["grid"] else "(nothing measured)")
-    for kind in ("skipped", "failed"):
-        if results[kind]:
-            parts += ["", f"{kind.capitalize()} ({len(results[kind])} of "
-                      f"{results['planned']} jobs):"]
-            parts += [f"  {x['key']}: {x['reason']}" for x in results[kind]]
     parts += ["", f"{len(results['measurements'])} of {results['planned']} jobs measured in "
               f"{results['elapsed_s']:.0f}s (budget {s['budget_s']:.0f}s)"]
     return "\n".join(parts)

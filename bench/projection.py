@@ -31,18 +31,21 @@ class DataShape:
     test: int
 
 
+# PathMNIST (MedMNIST v2, DESIGN §1): 9 classes, train/val/test counts. Kept
+# here rather than read from the `medmnist` package, which a GPU machine may
+# lack; tests/test_gpuplan.py checks them against medmnist.INFO.
+PATHMNIST = (9, 89996, 10004, 7180)
+
+
 def data_shapes() -> dict[str, DataShape]:
-    """The three paper datasets, counts taken from their adapters' constants
-    (DESIGN §1), so a changed split shows up here too."""
+    """The three paper datasets. Chaoyang and Kvasir counts come from their
+    adapters' constants (DESIGN §1), so a changed split shows up here too."""
     from .datasets import chaoyang, kvasir
 
-    from medmnist.info import INFO
-
-    path = INFO["pathmnist"]["n_samples"]
     cy, kv = chaoyang.PUBLISHED, kvasir.PUBLISHED
+    k, tr, va, te = PATHMNIST
     return {
-        "pathmnist": DataShape("pathmnist", len(INFO["pathmnist"]["label"]), 28,
-                               path["train"], path["val"], path["test"]),
+        "pathmnist": DataShape("pathmnist", k, 28, tr, va, te),
         "chaoyang": DataShape("chaoyang", len(chaoyang.OFFICIAL["test"]), 224,
                               cy["train"], cy["val"], cy["test"]),
         "kvasir": DataShape("kvasir", 23, 224, kv["train"], kv["val"], kv["test"]),
@@ -72,6 +75,14 @@ VARIANTS = {"fp32": (), "bf16": ("bf16=true",),
             "bf16_cl": ("bf16=true", "channels_last=true"),
             "compile": ("bf16=true", "channels_last=true", "compile=true")}
 FUSED_VARIANTS = ("fp32", "bf16")
+
+
+def job_sizes(members: int, steps: int, eval_images: int, eval_batch: int) -> tuple:
+    """(timed steps, evaluated images) of a job: a group of n > 5 members has
+    n/5 times longer steps, so it times 5/n as many (at least 3) and evaluates
+    5/n as many images (at least one evaluation batch), to fit the budget."""
+    share = max(1.0, members / 5)
+    return max(3, round(steps / share)), max(eval_batch, int(eval_images / share))
 
 
 def key(dataset: str, backbone: str, heads: int, path: str, members: int, variant: str) -> str:

@@ -152,6 +152,7 @@ def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
         raise OutOfBudget("budget ran out during the first step")
     secs = _steps(run_step, n_warmup, n_steps, device, deadline)
     out["ms_step"] = 1000.0 * secs / n_steps
+    out["timed_steps"], out["eval_images"] = n_steps, len(xv)
     out["eval_ms_image"] = _eval(evaluate, xv, cfg.eval_batch_size, device, deadline)
     return out
 

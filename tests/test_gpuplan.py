@@ -38,6 +38,22 @@ def test_strategy_groups_cover_the_grid():
     assert len(P.groups("single", 5)) == 40
 
 
+def test_job_sizes_shrink_with_group_size():
+    assert P.job_sizes(1, 20, 1024, 256) == (20, 1024)
+    assert P.job_sizes(5, 20, 1024, 256) == (20, 1024)
+    assert P.job_sizes(10, 20, 1024, 256) == (10, 512)
+    assert P.job_sizes(25, 20, 1024, 256) == (4, 256)  # 1024/5 < one eval batch
+    assert P.job_sizes(40, 4, 1024, 256) == (3, 256)  # at least 3 steps
+
+
+def test_pathmnist_counts_match_medmnist():
+    from medmnist.info import INFO
+
+    info = INFO["pathmnist"]
+    assert P.PATHMNIST == (len(info["label"]), *(info["n_samples"][k]
+                                                  for k in ("train", "val", "test")))
+
+
 def _meas(datasets, backbone, table):
     """{key: {ms_step, eval_ms_image}} from {(heads, path, members): (ms, eval_ms)}."""
     return {P.key(d, backbone, h, path, n, "bf16"): {"ms_step": ms, "eval_ms_image": ev}
@@ -139,6 +155,7 @@ def test_timed_step_is_the_trainers(monkeypatch, one_thread):
     monkeypatch.setattr(steptime, "train_step", lambda *a: calls.append(1) or real(*a))
     job = G.plan(G.Settings(**{**TINY, "strategies": ("single",)}))[0]
     m = steptime.measure(job, "cpu", 3, 2, 16, time.perf_counter() + 60)
+    assert (m["timed_steps"], m["eval_images"]) == (3, 16)
     assert len(calls) == 2 + 3 and m["ms_step"] > 0 and m["flops_step"] > 0
     with pytest.raises(steptime.OutOfBudget, match="budget ran out"):
         steptime.measure(job, "cpu", 3, 2, 16, time.perf_counter() - 1)
@@ -149,7 +166,7 @@ def test_budget_skips_and_reports(monkeypatch):
     def slow(*a, **k):
         time.sleep(0.3)
         return {"ms_step": 1.0, "eval_ms_image": 1.0, "first_step_s": 0.0, "build_s": 0.0,
-                "flops_step": None}
+                "flops_step": None, "timed_steps": 1, "eval_images": 1}
     monkeypatch.setattr(G, "measure", slow)
     s = G.Settings(**{**TINY, "heads": (1, 2, 4), "budget_s": 1.0})
     jobs = G.plan(s)
@@ -189,6 +206,7 @@ def test_cli_run_json_round_trip_and_headline(tmp_path, capsys, one_thread):
     # headline by hand: 89,996 images -> 11,250 steps/epoch x 50 epochs, and
     # 11 validation passes of 10,004 images + 7,180 test images
     m = {x["key"]: x for x in res["measurements"]}["pathmnist|smallcnn|4h|fused|x2|fp32"]
+    assert m["timed_steps"] == 3 and m["eval_images"] == 16
     minutes = (11250 * 50 * m["ms_step"] + (11 * 10004 + 7180) * m["eval_ms_image"]) / 60000
     h = [x for x in res["headline"] if x["what"].endswith("x2 fused") and x["variant"] == "fp32"][0]
     assert math.isclose(h["group_min"], minutes) and math.isclose(h["per_run_min"], minutes / 2)
