@@ -80,9 +80,11 @@ FUSED_VARIANTS = ("fp32", "bf16")
 def job_sizes(members: int, steps: int, eval_images: int, eval_batch: int) -> tuple:
     """(timed steps, evaluated images) of a job: a group of n > 5 members has
     n/5 times longer steps, so it times 5/n as many (at least 3) and evaluates
-    5/n as many images (at least one evaluation batch), to fit the budget."""
+    5/n as many images (at least one evaluation batch, or all asked for),
+    to fit the budget."""
     share = max(1.0, members / 5)
-    return max(3, round(steps / share)), max(eval_batch, int(eval_images / share))
+    return (max(3, round(steps / share)),
+            max(min(eval_batch, eval_images), int(eval_images / share)))
 
 
 def key(dataset: str, backbone: str, heads: int, path: str, members: int, variant: str) -> str:

@@ -44,6 +44,7 @@ def test_job_sizes_shrink_with_group_size():
     assert P.job_sizes(10, 20, 1024, 256) == (10, 512)
     assert P.job_sizes(25, 20, 1024, 256) == (4, 256)  # 1024/5 < one eval batch
     assert P.job_sizes(40, 4, 1024, 256) == (3, 256)  # at least 3 steps
+    assert P.job_sizes(10, 20, 16, 256) == (10, 16)  # never more images than asked
 
 
 def test_pathmnist_counts_match_medmnist():
