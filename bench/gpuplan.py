@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import gc
 import json
+import os
 import platform
 import time
 from dataclasses import dataclass
@@ -152,17 +153,21 @@ def device_name(device: str) -> str:
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
-def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True) -> dict:
+def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True,
+             on_job=None) -> dict:
     """Measure jobs in order within the budget. A job is skipped when its
     estimated cost (the last cost of the same dataset/backbone/path/group
     size) does not fit what is left, or when the budget runs out while it
-    runs; a job that fails (e.g. out of memory) is reported and the rest go on."""
+    runs; a job that fails (e.g. out of memory) is reported and the rest go on.
+    `on_job(partial)`, if given, gets the results so far after every job."""
     reserve = min(15.0, 0.05 * s.budget_s)  # for the tables and the JSON
     deadline = t_start + s.budget_s - reserve
     name = device_name(s.device)
     done, skipped, failed, costs, flops = [], [], [], {}, {}
     bar = tqdm(jobs, desc="gpuplan", unit="job", disable=not progress)
-    for job in bar:
+    for i, job in enumerate(bar):
+        if on_job is not None and i:
+            on_job({"measurements": done, "skipped": skipped, "failed": failed})
         k = job_key(job)
         bar.set_postfix_str(k)
         est = costs.get((job.dataset, job.backbone, job.path, job.members), 0.0)
@@ -268,13 +273,21 @@ def run(s: Settings, progress: bool = True) -> dict:
         "note": SYNTHETIC, "device": device_name(s.device), "torch": torch.__version__,
         "settings": {**dataclasses.asdict(s)}, "config": dataclasses.asdict(base_config(s)),
         "shapes": {d: dataclasses.asdict(shapes[d]) for d in s.datasets},
+        # fp32 convolutions run in TF32 when cuDNN allows it (torch's default)
+        "tf32": {"cudnn": torch.backends.cudnn.allow_tf32,
+                 "matmul": torch.backends.cuda.matmul.allow_tf32},
     }
     jobs = plan(s)
     results["planned"] = len(jobs)
-    results.update(run_jobs(s, jobs, t_start, progress))
-    results["elapsed_s"] = time.perf_counter() - t_start
-    results.update(project(results))
-    return results
+
+    def finish(part: dict) -> dict:
+        out = {**results, **part, "elapsed_s": time.perf_counter() - t_start}
+        return {**out, **project(out)}
+
+    def checkpoint(part: dict) -> None:  # a killed run still leaves its JSON
+        save(finish(part), s.out)
+
+    return finish(run_jobs(s, jobs, t_start, progress, checkpoint if s.out else None))
 
 
 # --------------------------------------------------------------------- CLI --
@@ -324,7 +337,7 @@ def main(argv=None) -> int:
                 torch.set_num_threads(s.threads)
             print(f"device {device_name(s.device)} | torch {torch.__version__} | {SYNTHETIC}")
             print(f"settings: {_settings_line(s)}")
-            results = run(s, progress)
+            results = run(s, progress)  # writes s.out after every job too
             if s.out:
                 save(results, s.out)
     except BenchError as err:
@@ -347,8 +360,11 @@ def _settings_line(s: Settings) -> str:
 
 
 def save(results: dict, path: str) -> None:
-    with open(path, "w") as f:
+    """Atomic: a run killed while writing leaves the previous file whole."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
         json.dump(results, f, indent=1)
+    os.replace(tmp, path)
 
 
 def load(path: str) -> dict:

@@ -56,6 +56,11 @@ def render(results: dict) -> str:
              f"NOTE: {results['note']}", "", "Measurements (one row per job):",
              measurements_table(results["measurements"]) if results["measurements"]
              else "(none)"]
+    tf32 = results.get("tf32", {})
+    parts.append(f"'of peak': dense bf16 peak for bf16 rows, plain FP32 (not TF32) peak for "
+                 f"fp32 rows; TF32 allowed: convolutions {tf32.get('cudnn')}, matmuls "
+                 f"{tf32.get('matmul')} (TF32 convolutions can exceed the FP32 peak). FLOPs: "
+                 f"model forward + backward only, counted on one member (FlopCounterMode).")
     for kind in ("skipped", "failed"):
         if results[kind]:
             parts += ["", f"{kind.capitalize()} ({len(results[kind])} of "

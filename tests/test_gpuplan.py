@@ -225,3 +225,17 @@ def test_bad_names_are_one_line_errors(flag, value, valid, capsys):
     out = capsys.readouterr().out.strip()
     bad = value.split(",")[1]
     assert out.startswith("error:") and "\n" not in out and bad in out and valid in out
+
+
+def test_results_file_is_written_after_every_job(tmp_path, monkeypatch):
+    out, seen = tmp_path / "partial.json", []
+
+    def fake(job, *a, **k):
+        if out.exists():  # what a run killed now would leave behind
+            seen.append(len(json.loads(out.read_text())["measurements"]))
+        return {"ms_step": 2.0, "eval_ms_image": 1.0, "first_step_s": 0.0, "build_s": 0.0,
+                "flops_step": 10, "timed_steps": 1, "eval_images": 1}
+    monkeypatch.setattr(G, "measure", fake)
+    res = G.run(G.Settings(**{**TINY, "out": str(out)}), progress=False)
+    assert seen == list(range(1, res["planned"]))
+    assert res["measurements"][0]["tflops"] == pytest.approx(10 * 500 / 1e12)
