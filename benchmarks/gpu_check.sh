@@ -19,6 +19,7 @@ OUT_DIR="${OUT:-$REPO/gpu_out}"
 mkdir -p "$OUT_DIR"
 OUT_DIR="$(cd "$OUT_DIR" && pwd)"
 PY="${PYTHON:-python3}"
+case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
 GPLAN_BUDGET="${GPLAN_BUDGET:-260}" # seconds for bench.gpuplan's own budget
 PERF_LIMIT="${PERF_LIMIT:-100}"     # hard limit per bench.perf run
