@@ -248,10 +248,11 @@ def project(results: dict) -> dict:
                 if m:
                     sec = P.group_seconds(shapes["pathmnist"], bs, epochs, cycles,
                                           m["ms_step"], m["eval_ms_image"])
+                    ev = P.eval_images(shapes["pathmnist"], cycles) * m["eval_ms_image"]
                     headline.append({"what": f"{bb} 4hml {'alone' if n == 1 else f'x{n} fused'}",
                                      "variant": v, "images_per_s": m["images_per_s"],
                                      "group_min": sec / 60, "per_run_min": sec / 60 / n,
-                                     "peak": m["peak"]})
+                                     "eval_min": ev / 60000, "peak": m["peak"]})
     grid = []
     for st in s["strategies"]:
         for v in (P.VARIANTS if st == "single" else P.FUSED_VARIANTS):

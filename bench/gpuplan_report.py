@@ -27,9 +27,10 @@ def measurements_table(rows: list) -> str:
 
 def headline_table(rows: list) -> str:
     out = [[r["what"], r["variant"], _f(r["images_per_s"], ".0f"), _f(r["group_min"]),
-            _f(r["per_run_min"]), r["peak"]] for r in rows]
-    return tabulate(out, headers=["PathMNIST, paper epochs", "variant", "img/s",
-                                  "minutes (group)", "minutes per run", "of peak"])
+            _f(r["eval_min"], ".2f"), _f(r["per_run_min"]), r["peak"]] for r in rows]
+    return tabulate(out, headers=["PathMNIST, paper epochs", "variant", "train img/s",
+                                  "minutes (group)", "of which eval", "minutes per run",
+                                  "of peak"])
 
 
 def goal(g: dict) -> str:

@@ -211,6 +211,7 @@ def test_cli_run_json_round_trip_and_headline(tmp_path, capsys, one_thread):
     minutes = (11250 * 50 * m["ms_step"] + (11 * 10004 + 7180) * m["eval_ms_image"]) / 60000
     h = [x for x in res["headline"] if x["what"].endswith("x2 fused") and x["variant"] == "fp32"][0]
     assert math.isclose(h["group_min"], minutes) and math.isclose(h["per_run_min"], minutes / 2)
+    assert math.isclose(h["eval_min"], (11 * 10004 + 7180) * m["eval_ms_image"] / 60000)
     assert h["peak"] == "n/a"
     # --show prints the same tables from the file
     assert G.main(["--show", str(out)]) == 0
