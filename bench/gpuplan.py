@@ -170,7 +170,8 @@ def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True
             on_job({"measurements": done, "skipped": skipped, "failed": failed})
         k = job_key(job)
         bar.set_postfix_str(k)
-        est = costs.get((job.dataset, job.backbone, job.path, job.members), 0.0)
+        ck = (job.dataset, job.backbone, job.path, job.members)  # jobs of about one cost
+        est = costs.get(ck, 0.0)
         left = deadline - time.perf_counter()
         if left <= 0 or est > left:
             why = "budget spent" if left <= 0 else f"needs ~{est:.0f}s, {left:.0f}s left"
@@ -192,11 +193,10 @@ def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True
             continue
         finally:
             _free(s.device)
-        costs[(job.dataset, job.backbone, job.path, job.members)] = time.perf_counter() - t0
+        costs[ck] = time.perf_counter() - t0
         if m["flops_step"] is not None:
             flops[fk] = m["flops_step"]
-        done.append(row(job, m, flops.get(fk), costs[(job.dataset, job.backbone, job.path,
-                                                      job.members)], name, s.device))
+        done.append(row(job, m, flops.get(fk), costs[ck], name, s.device))
     bar.close()
     return {"measurements": done, "skipped": skipped, "failed": failed}
 
