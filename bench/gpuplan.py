@@ -33,7 +33,7 @@ from . import projection as P
 from .backbones import BACKBONES, fit_size
 from .config import apply_overrides, get_profile, parse_set
 from .errors import BenchError, choices_error
-from .gpuplan_report import GOAL_HOURS, render  # noqa: F401  (GOAL_HOURS re-exported)
+from .gpuplan_report import render
 from .steptime import Job, OutOfBudget, measure
 
 SYNTHETIC = ("data are SYNTHETIC (random uint8 images and labels) of the real shapes: "

@@ -137,8 +137,8 @@ def test_peak_fraction_strings():
 def test_plan_puts_the_headline_first_and_uses_real_shapes():
     jobs = G.plan(G.Settings(device="cpu"))
     keys = [G.job_key(j) for j in jobs]
-    assert keys[:4] == ["pathmnist|resnet50|4h|single|x1|bf16", "pathmnist|resnet50|4h|fused|x5|bf16",
-                        "pathmnist|resnet50|4h|single|x1|fp32", "pathmnist|resnet50|4h|fused|x5|fp32"]
+    assert keys[:4] == [f"pathmnist|resnet50|4h|{run}|{v}" for v in ("bf16", "fp32")
+                        for run in ("single|x1", "fused|x5")]
     assert len(keys) == len(set(keys))  # methods' 4-head group == the 4hml seed group
     sizes = {(j.dataset, j.backbone): j.size for j in jobs}
     assert sizes[("pathmnist", "convnext_tiny")] == 32 and sizes[("pathmnist", "swin_tiny")] == 28
