@@ -157,7 +157,7 @@ def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True
              on_job=None) -> dict:
     """Measure jobs in order within the budget. A job is skipped when its
     estimated cost (the last cost of the same dataset/backbone/path/group
-    size) does not fit what is left, or when the budget runs out while it
+    size; 5% of the budget for the first of its kind) does not fit what is left, or when the budget runs out while it
     runs; a job that fails (e.g. out of memory) is reported and the rest go on.
     `on_job(partial)`, if given, gets the results so far after every job."""
     reserve = min(15.0, 0.05 * s.budget_s)  # for the tables and the JSON
@@ -171,7 +171,7 @@ def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True
         k = job_key(job)
         bar.set_postfix_str(k)
         ck = (job.dataset, job.backbone, job.path, job.members)  # jobs of about one cost
-        est = costs.get(ck, 0.0)
+        est = costs.get(ck, 0.05 * s.budget_s)  # the first of its kind: 5% of the budget
         left = deadline - time.perf_counter()
         if left <= 0 or est > left:
             why = "budget spent" if left <= 0 else f"needs ~{est:.0f}s, {left:.0f}s left"

@@ -11,7 +11,7 @@
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
 # Every step runs under `timeout`, so a hang cannot eat the budget; the whole
-# script stays under ~8.5 minutes (GPLAN_BUDGET + 2 x PERF_LIMIT + slack).
+# script stays under ~8.5 minutes: (GPLAN_BUDGET + 30) + 2 x PERF_LIMIT + setup.
 # Output: env.txt, gpuplan.json, gpuplan.log, perf_fp32.log, perf_bf16.log.
 set -u
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,9 +21,10 @@ OUT_DIR="$(cd "$OUT_DIR" && pwd)"
 PY="${PYTHON:-python3}"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
-GPLAN_BUDGET="${GPLAN_BUDGET:-260}" # seconds for bench.gpuplan's own budget
-PERF_LIMIT="${PERF_LIMIT:-100}"     # hard limit per bench.perf run
+GPLAN_BUDGET="${GPLAN_BUDGET:-250}" # seconds for bench.gpuplan's own budget
+PERF_LIMIT="${PERF_LIMIT:-110}"     # hard limit per bench.perf run (it prints at the end)
 PERF_STEPS="${PERF_STEPS:-100}"
+PERF_REPEATS="${PERF_REPEATS:-2}"
 GPLAN_ARGS="${GPLAN_ARGS:-}"        # extra gpuplan flags (CPU dry run: tiny settings)
 PERF_ARGS="${PERF_ARGS:-}"
 export PYTHONUNBUFFERED=1
@@ -57,7 +58,7 @@ timeout -k 10 $((GPLAN_BUDGET + 30)) "$PY" -m bench.gpuplan --device "$DEVICE" \
 echo "gpuplan exit: ${PIPESTATUS[0]}"
 
 PERF=(--device "$DEVICE" --backbone resnet50 --heads 4 --size 28 --steps "$PERF_STEPS"
-      --repeats 3 --eval-images 2048 --fused-seeds 5 --ref-workers 4)
+      --repeats "$PERF_REPEATS" --eval-images 2048 --fused-seeds 5 --ref-workers 4)
 echo "== 2/3 bench.perf fp32 (limit ${PERF_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.perf "${PERF[@]}" $PERF_ARGS \
