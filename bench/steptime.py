@@ -1,0 +1,208 @@
+"""Time the harness's own training step and evaluation on synthetic data of a
+given shape (random uint8 images, random labels), for bench.gpuplan.
+
+The timed code is the harness's: bench.trainer.train_step (through
+prepare_model, so channels_last / compile / bf16 act as in `bench run`) for a
+single run, bench.fused.fused_step on a FusedModel for a group, with the
+per-step cosine learning rate and the seeded batch order of the real loops,
+and bench.trainer.predict_logits / bench.fused.predict_fused for evaluation.
+Only what is timed is allocated: (warm-up + timed) x batch training images
+and a capped evaluation set; the true split sizes enter only the projection.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from .backbones import build_model
+from .config import TrainConfig
+from .errors import BenchError
+from .fused import FusedModel, fused_step, predict_fused
+from .methods.base import create_method
+from .trainer import (AUG_STREAM, cosine_lr, epoch_batches, normalise, predict_logits,
+                      prepare_model, train_step)
+
+
+class OutOfBudget(BenchError):
+    """The time budget ran out in the middle of a measurement."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One measurement: a model of `heads` heads on images of `size` px, trained
+    alone (path 'single') or as a fused group whose members run `methods`."""
+
+    dataset: str
+    backbone: str
+    size: int
+    classes: int
+    heads: int
+    path: str  # "single" | "fused"
+    methods: tuple  # one method name per member
+    variant: str
+    cfg: TrainConfig
+
+    @property
+    def members(self) -> int:
+        return len(self.methods)
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def synthetic(n: int, size: int, classes: int, device, seed: int = 0):
+    """Random uint8 images [n, 3, size, size] and labels, on the device."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, 256, (n, 3, size, size), generator=g, dtype=torch.uint8)
+    y = torch.randint(0, classes, (n,), generator=g)
+    return x.to(device), y.to(device)
+
+
+def _methods(job: Job):
+    out = []
+    for s, name in enumerate(job.methods):
+        m = create_method(name)
+        m.setup(job.classes, s)
+        out.append(m)
+    return out
+
+
+def count_step_flops(model, x: torch.Tensor, y: torch.Tensor, method, bf16: bool = False) -> int:
+    """FLOPs of one training step's forward + backward (the optimiser's
+    elementwise update and the augmentation are not counted), by
+    torch.utils.flop_counter on the real model and input."""
+    model.train()
+    with FlopCounterMode(display=False) as counter:
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss = method.loss(model(x), y)
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    return int(counter.get_total_flops())
+
+
+def _steps(run_step, n_warmup: int, n_steps: int, device, deadline: float) -> float:
+    """Seconds for n_steps steps after n_warmup untimed ones (step 0, the
+    first, has run already). The clock is checked between steps, so a slow
+    measurement gives up at the deadline."""
+    for i in range(1, n_warmup):
+        run_step(i)
+        if time.perf_counter() > deadline:
+            raise OutOfBudget("budget ran out during warm-up")
+    sync(device)
+    t0 = time.perf_counter()
+    for i in range(n_warmup, n_warmup + n_steps):
+        run_step(i)
+        if time.perf_counter() > deadline:
+            raise OutOfBudget("budget ran out during timed steps")
+    sync(device)
+    return time.perf_counter() - t0
+
+
+def _eval(fn, x: torch.Tensor, batch: int, device, deadline: float) -> float:
+    """ms per evaluated image at the evaluation batch (a one-batch warm-up first)."""
+    fn(x[:batch])
+    if time.perf_counter() > deadline:
+        raise OutOfBudget("budget ran out during evaluation warm-up")
+    sync(device)
+    t0 = time.perf_counter()
+    fn(x)
+    sync(device)
+    return 1000.0 * (time.perf_counter() - t0) / len(x)
+
+
+def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
+            deadline: float, flops: bool = True) -> dict:
+    """Time one job. Returns ms_step, eval_ms_image, the first (warm-up) step's
+    seconds (compile time shows there) and, if asked, FLOPs per step of ONE
+    member (a fused group does members x that)."""
+    device = torch.device(device)
+    cfg = job.cfg
+    n_warmup = max(n_warmup, 1)  # step 0 is always run (and timed alone)
+    torch.manual_seed(0)
+    methods = _methods(job)
+    t_build = time.perf_counter()
+    base, _ = build_model(job.backbone, job.size, job.heads, job.classes)
+    n = (n_warmup + n_steps) * cfg.batch_size
+    x, y = synthetic(n, job.size, job.classes, device)
+    xv, _ = synthetic(eval_n, job.size, job.classes, device, seed=1)
+    out = {"flops_step": None}
+    if flops:
+        m = copy.deepcopy(base).to(device)
+        # the method's own batch transform, so its loss gets the target it expects
+        xb, target = methods[0].batch(normalise(x[:cfg.batch_size]), y[:cfg.batch_size],
+                                      torch.Generator().manual_seed(0))
+        out["flops_step"] = count_step_flops(m, xb, target, methods[0], cfg.bf16)
+        del m
+    if job.path == "single":
+        run_step, evaluate = _single(base, methods[0], cfg, x, y, device)
+    else:
+        run_step, evaluate = _fused(base, methods, cfg, x, y, device)
+    out["build_s"] = time.perf_counter() - t_build
+    t_first = time.perf_counter()
+    run_step(0)
+    sync(device)
+    out["first_step_s"] = time.perf_counter() - t_first
+    if time.perf_counter() > deadline:
+        raise OutOfBudget("budget ran out during the first step")
+    secs = _steps(run_step, n_warmup, n_steps, device, deadline)
+    out["ms_step"] = 1000.0 * secs / n_steps
+    out["timed_steps"], out["eval_images"] = n_steps, len(xv)
+    out["eval_ms_image"] = _eval(evaluate, xv, cfg.eval_batch_size, device, deadline)
+    return out
+
+
+def _schedule(cfg: TrainConfig, n: int, gens: list):
+    """Per-seed batch orders of one epoch over the n synthetic images, and the
+    cosine lr as the real loop sets it (one long cycle: lr stays realistic)."""
+    orders = [epoch_batches(n, cfg.batch_size, g) for g in gens]
+    lr = lambda step: cosine_lr(step, 10_000, cfg.lr, cfg.eta_min)  # noqa: E731
+    return orders, lr
+
+
+def _single(base, method, cfg, x, y, device):
+    model, step_model = prepare_model(copy.deepcopy(base), cfg, device)
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
+                          weight_decay=cfg.weight_decay)
+    gen, aug_gen = torch.Generator().manual_seed(0), torch.Generator().manual_seed(AUG_STREAM)
+    (order,), lr = _schedule(cfg, len(y), [gen])
+    model.train()
+
+    def run_step(i):
+        for group in opt.param_groups:
+            group["lr"] = lr(i)
+        idx = order[i].to(device)
+        train_step(step_model, method, opt, x[idx], y[idx], gen, cfg, aug_gen)
+
+    def evaluate(xs):
+        predict_logits(model, xs, cfg.eval_batch_size, cfg.bf16, cfg.channels_last)
+        model.train()
+    return run_step, evaluate
+
+
+def _fused(base, methods, cfg, x, y, device):
+    seeds = list(range(len(methods)))
+    fm = FusedModel([copy.deepcopy(base) for _ in seeds], device)
+    opt = torch.optim.SGD(fm.params.values(), lr=cfg.lr, momentum=cfg.momentum,
+                          weight_decay=cfg.weight_decay)
+    gens = [torch.Generator().manual_seed(s) for s in seeds]
+    aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
+    orders, lr = _schedule(cfg, len(y), gens)
+    fm.train(True)
+
+    def run_step(i):
+        for group in opt.param_groups:
+            group["lr"] = lr(i)
+        idxs = [o[i].to(device) for o in orders]
+        fused_step(fm, methods, opt, [x[j] for j in idxs], [y[j] for j in idxs], gens,
+                   aug_gens, cfg)
+
+    def evaluate(xs):
+        predict_fused(fm, xs, cfg)
+        fm.train(True)
+    return run_step, evaluate

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Issue 7's GPU measurements as ONE command, for a session with ~15 minutes of
+# device time (machine start included). Run from the repository root:
+#
+#     bash benchmarks/gpu_check.sh            # writes to $OUT, else ./gpu_out
+#
+# 1. python -m bench.gpuplan: the harness's step on synthetic data of the
+#    paper's shapes, headline first (PathMNIST ResNet50 4HML alone and as a
+#    5-seed group, bf16 and fp32), projected to run / group / grid wall time.
+# 2. python -m bench.perf at 28 px, ResNet50, 4 heads: harness vs reference
+#    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
+#    then bf16 + channels_last.
+# Every step runs under `timeout`, so a hang cannot eat the budget; the whole
+# script stays under ~8.5 minutes: (GPLAN_BUDGET + 30) + 2 x PERF_LIMIT + setup.
+# Output: env.txt, gpuplan.json, gpuplan.log, perf_fp32.log, perf_bf16.log.
+set -u
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+OUT_DIR="${OUT:-$REPO/gpu_out}"
+mkdir -p "$OUT_DIR"
+OUT_DIR="$(cd "$OUT_DIR" && pwd)"
+PY="${PYTHON:-python3}"
+case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
+DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
+GPLAN_BUDGET="${GPLAN_BUDGET:-250}" # seconds for bench.gpuplan's own budget
+PERF_LIMIT="${PERF_LIMIT:-110}"     # hard limit per bench.perf run (it prints at the end)
+PERF_STEPS="${PERF_STEPS:-100}"
+PERF_REPEATS="${PERF_REPEATS:-2}"
+GPLAN_ARGS="${GPLAN_ARGS:-}"        # extra gpuplan flags (CPU dry run: tiny settings)
+PERF_ARGS="${PERF_ARGS:-}"
+export PYTHONUNBUFFERED=1
+
+# The device image has torch, timm, tabulate, tqdm, scikit-learn but not this
+# package; lay it out as installed (methods/ and datasets/ are bench.methods
+# and bench.datasets, pyproject's package-dir) in a scratch folder.
+RUN_DIR="$REPO"
+if ! (cd "$REPO" && "$PY" -c "import bench.methods, bench.datasets" 2>/dev/null); then
+    RUN_DIR="$(mktemp -d)"
+    cp -r "$REPO/bench" "$RUN_DIR/bench"
+    cp -r "$REPO/methods" "$RUN_DIR/bench/methods"
+    cp -r "$REPO/datasets" "$RUN_DIR/bench/datasets"
+fi
+cd "$RUN_DIR" || exit 1
+
+{
+    date -u
+    echo "repo $REPO, run from $RUN_DIR, python $PY, device $DEVICE"
+    git -C "$REPO" log -1 --oneline 2>/dev/null || echo "(no git)"
+    nvidia-smi -L 2>/dev/null || echo "(no nvidia-smi)"
+    "$PY" -c "import torch, timm; print('torch', torch.__version__, 'timm', timm.__version__, \
+'cuda', torch.cuda.is_available(), torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
+} 2>&1 | tee "$OUT_DIR/env.txt"
+
+echo "== 1/3 bench.gpuplan (budget ${GPLAN_BUDGET}s)"
+# shellcheck disable=SC2086
+timeout -k 10 $((GPLAN_BUDGET + 30)) "$PY" -m bench.gpuplan --device "$DEVICE" \
+    --budget-s "$GPLAN_BUDGET" --out "$OUT_DIR/gpuplan.json" $GPLAN_ARGS \
+    2>&1 | tee "$OUT_DIR/gpuplan.log"
+echo "gpuplan exit: ${PIPESTATUS[0]}"
+
+PERF=(--device "$DEVICE" --backbone resnet50 --heads 4 --size 28 --steps "$PERF_STEPS"
+      --repeats "$PERF_REPEATS" --eval-images 2048 --fused-seeds 5 --ref-workers 4)
+echo "== 2/3 bench.perf fp32 (limit ${PERF_LIMIT}s)"
+# shellcheck disable=SC2086
+timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.perf "${PERF[@]}" $PERF_ARGS \
+    2>&1 | tee "$OUT_DIR/perf_fp32.log"
+echo "perf fp32 exit: ${PIPESTATUS[0]}"
+
+echo "== 3/3 bench.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
+# shellcheck disable=SC2086
+timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.perf "${PERF[@]}" --set bf16=true \
+    --set channels_last=true $PERF_ARGS 2>&1 | tee "$OUT_DIR/perf_bf16.log"
+echo "perf bf16 exit: ${PIPESTATUS[0]}"
+
+echo "== done; files in $OUT_DIR:"
+ls -l "$OUT_DIR"
