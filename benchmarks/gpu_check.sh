@@ -4,6 +4,8 @@
 #
 #     bash benchmarks/gpu_check.sh            # writes to $OUT, else ./gpu_out
 #
+# 0. python -m bench.syncs: host-device synchronisations per training step of
+#    every method, single and fused (expected 0; docs/speed.md).
 # 1. python -m bench.gpuplan: the harness's step on synthetic data of the
 #    paper's shapes, headline first (PathMNIST ResNet50 4HML alone and as a
 #    5-seed group, bf16 and fp32), projected to run / group / grid wall time.
@@ -11,8 +13,8 @@
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
 # Every step runs under `timeout`, so a hang cannot eat the budget; the whole
-# script stays under ~8.5 minutes: (GPLAN_BUDGET + 30) + 2 x PERF_LIMIT + setup.
-# Output: env.txt, gpuplan.json, gpuplan.log, perf_fp32.log, perf_bf16.log.
+# script stays under ~9 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 30) + 2 x PERF_LIMIT + setup.
+# Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, perf_fp32.log, perf_bf16.log.
 set -u
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 OUT_DIR="${OUT:-$REPO/gpu_out}"
@@ -21,7 +23,8 @@ OUT_DIR="$(cd "$OUT_DIR" && pwd)"
 PY="${PYTHON:-python3}"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
-GPLAN_BUDGET="${GPLAN_BUDGET:-250}" # seconds for bench.gpuplan's own budget
+SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.syncs
+GPLAN_BUDGET="${GPLAN_BUDGET:-230}" # seconds for bench.gpuplan's own budget
 PERF_LIMIT="${PERF_LIMIT:-110}"     # hard limit per bench.perf run (it prints at the end)
 PERF_STEPS="${PERF_STEPS:-100}"
 PERF_REPEATS="${PERF_REPEATS:-2}"
@@ -49,6 +52,11 @@ cd "$RUN_DIR" || exit 1
     "$PY" -c "import torch, timm; print('torch', torch.__version__, 'timm', timm.__version__, \
 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
 } 2>&1 | tee "$OUT_DIR/env.txt"
+
+echo "== 0/3 bench.syncs (limit ${SYNC_LIMIT}s)"
+timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.syncs --device "$DEVICE" --steps 3 \
+    2>&1 | tee "$OUT_DIR/syncs.log"
+echo "syncs exit: ${PIPESTATUS[0]}"
 
 echo "== 1/3 bench.gpuplan (budget ${GPLAN_BUDGET}s)"
 # shellcheck disable=SC2086
