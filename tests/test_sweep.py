@@ -198,8 +198,9 @@ def test_sigkilled_sweep_reruns_only_missing_runs(tmp_path, capsys):
 
 
 # -------------------------------------------------------------- run_all --
-def _stub_repo(tmp_path, with_report: bool):
-    """run_all.sh beside a stub setup.sh and a stub bench that logs its calls."""
+def _stub_repo(tmp_path, report_fails: bool):
+    """run_all.sh beside a stub setup.sh and a stub bench that logs its calls
+    (and, with report_fails, exits 2 on `bench report` after logging it)."""
     import shutil
     from pathlib import Path
 
@@ -207,27 +208,28 @@ def _stub_repo(tmp_path, with_report: bool):
     (repo / ".venv" / "bin").mkdir(parents=True)
     shutil.copy(Path(__file__).resolve().parent.parent / "run_all.sh", repo / "run_all.sh")
     (repo / "setup.sh").write_text("#!/bin/sh\necho setup >> calls.txt\n")
-    report = "" if with_report else '[ "$1" = report ] && exit 2\n'
+    fail = '[ "$1" = report ] && exit 2\n' if report_fails else ""
     (repo / ".venv" / "bin" / "bench").write_text(
-        f"#!/bin/sh\n{report}echo \"$*\" >> calls.txt\n")
+        f"#!/bin/sh\necho \"$*\" >> calls.txt\n{fail}exit 0\n")
     for f in ("run_all.sh", "setup.sh", ".venv/bin/bench"):
         (repo / f).chmod(0o755)
     return repo
 
 
-@pytest.mark.parametrize("with_report", [True, False])
-def test_run_all_calls_setup_then_the_grid_then_reports(tmp_path, with_report):
-    repo = _stub_repo(tmp_path, with_report)
+@pytest.mark.parametrize("report_fails", [False, True])
+def test_run_all_calls_setup_then_the_grid_then_reports(tmp_path, report_fails):
+    repo = _stub_repo(tmp_path, report_fails)
     env = {**os.environ, "JOBS": "3"}
-    subprocess.run(["./run_all.sh", "--quick", "--no-progress"], cwd=repo, check=True, env=env)
+    done = subprocess.run(["./run_all.sh", "--quick", "--no-progress"], cwd=repo, env=env)
+    assert done.returncode == (2 if report_fails else 0)  # a failed report is not hidden
     calls = (repo / "calls.txt").read_text().splitlines()
     assert calls[0] == "setup"
     assert calls[1] == ("run --method all --dataset digits --seeds 5 --profile quick --jobs 3 "
                         "--results results --no-progress")
-    assert calls[2:] == (["report --help", "report --results results --out reports"]
-                         if with_report else [])
+    assert calls[2:] == ["report --results results --out reports"]
     (repo / "calls.txt").unlink()
-    subprocess.run(["./run_all.sh"], cwd=repo, check=True, env=env)
+    done = subprocess.run(["./run_all.sh"], cwd=repo, env=env)
+    assert done.returncode == (2 if report_fails else 0)
     calls = (repo / "calls.txt").read_text().splitlines()
     backbones = "--backbone resnet50,convnext_tiny,swin_tiny --seeds 5 --profile paper"
     assert calls[1] == (f"run --method paper --dataset chaoyang,kvasir {backbones} --pretrained "
