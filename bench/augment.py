@@ -180,14 +180,26 @@ def _contrast(x, mag):
     return _blend(x, _grey(x).mean(dim=(-3, -2, -1), keepdim=True), 1.0 + mag)
 
 
+_SMOOTH: dict = {}
+
+
+def _smooth_kernel(device) -> torch.Tensor:
+    """PIL's SMOOTH filter as a depthwise kernel [3, 1, 3, 3], built on the CPU
+    and copied once per device (setting an element of a CUDA tensor from
+    Python is a blocking copy, i.e. a sync every step)."""
+    if device not in _SMOOTH:
+        k = torch.ones(3, 3) / 13.0
+        k[1, 1] = 5.0 / 13.0
+        _SMOOTH[device] = h2d(k.expand(3, 1, 3, 3).contiguous(), device)
+    return _SMOOTH[device]
+
+
 @register("Sharpness", _lin(0.0, 0.99), signed=True)
 def _sharpness(x, mag):
     if x.shape[-1] <= 2 or x.shape[-2] <= 2:
         return x
-    k = torch.ones(3, 3, device=x.device) / 13.0
-    k[1, 1] = 5.0 / 13.0
     out = x.float()
-    blurred = F.conv2d(out, k.expand(3, 1, 3, 3), groups=3).round_()
+    blurred = F.conv2d(out, _smooth_kernel(x.device), groups=3).round_()
     inner = out[..., 1:-1, 1:-1]
     inner.copy_(_fma(inner, blurred - inner, -mag))  # alpha = 1 - factor = -mag
     return out.clamp_(0, 255).to(torch.uint8)

@@ -24,7 +24,8 @@ from .errors import BenchError
 from .fused import FusedModel, fused_step, predict_fused
 from .methods.base import create_method
 from .trainer import (AUG_STREAM, cosine_lr, epoch_batches, normalise, predict_logits,
-                      prepare_model, train_step)
+                      prepare_model, set_backends, train_step)
+from .transfer import h2d
 
 
 class OutOfBudget(BenchError):
@@ -105,8 +106,10 @@ def _steps(run_step, n_warmup: int, n_steps: int, device, deadline: float) -> fl
 
 
 def _eval(fn, x: torch.Tensor, batch: int, device, deadline: float) -> float:
-    """ms per evaluated image at the evaluation batch (a one-batch warm-up first)."""
-    fn(x[:batch])
+    """ms per evaluated image at the evaluation batch. The warm-up is a whole
+    pass, so every batch shape (the last, smaller one too) is seen, and cuDNN's
+    algorithm search, before the timed pass."""
+    fn(x)
     if time.perf_counter() > deadline:
         raise OutOfBudget("budget ran out during evaluation warm-up")
     sync(device)
@@ -176,7 +179,7 @@ def _single(base, method, cfg, x, y, device):
     def run_step(i):
         for group in opt.param_groups:
             group["lr"] = lr(i)
-        idx = order[i].to(device)
+        idx = h2d(order[i], device)  # as the trainer: no sync
         train_step(step_model, method, opt, x[idx], y[idx], gen, cfg, aug_gen)
 
     def evaluate(xs):
@@ -187,6 +190,7 @@ def _single(base, method, cfg, x, y, device):
 
 def _fused(base, methods, cfg, x, y, device):
     seeds = list(range(len(methods)))
+    set_backends(cfg, device)  # as train_fused (cudnn.benchmark)
     fm = FusedModel([copy.deepcopy(base) for _ in seeds], device)
     opt = torch.optim.SGD(fm.params.values(), lr=cfg.lr, momentum=cfg.momentum,
                           weight_decay=cfg.weight_decay)
@@ -198,7 +202,7 @@ def _fused(base, methods, cfg, x, y, device):
     def run_step(i):
         for group in opt.param_groups:
             group["lr"] = lr(i)
-        idxs = [o[i].to(device) for o in orders]
+        idxs = [h2d(o[i], device) for o in orders]
         fused_step(fm, methods, opt, [x[j] for j in idxs], [y[j] for j in idxs], gens,
                    aug_gens, cfg)
 

@@ -47,6 +47,8 @@ def test_ratios_are_ratios_of_medians():
     (["--device", "tpu"], "unknown device 'tpu'; choose from: cpu, cuda"),
     (["--backbone", "vgg"], "unknown backbone 'vgg'"),
     (["--steps", "0"], "--steps must be >= 1, got 0"),
+    (["--steps", "1"], "--steps must be >= 2, got 1"),
+    (["--eval-images", "8"], "--eval-images must be more than the batch (8), got 8"),
     (["--set", "bf16=maybe"], "--set bf16=maybe: expected bool"),
     (["--set", "warp=9"], "unknown --set key 'warp'"),
 ])
