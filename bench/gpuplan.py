@@ -23,7 +23,9 @@ import gc
 import json
 import os
 import platform
+import sys
 import time
+import traceback
 from dataclasses import dataclass
 
 import torch
@@ -102,11 +104,13 @@ def members(strategy: str, heads: int, seeds: int) -> tuple:
 
 def plan(s: Settings) -> list[Job]:
     """Jobs, most important first: the headline (PathMNIST ResNet50 4 heads,
-    alone and fused x seeds, bf16 and fp32); then for bf16, then fp32: the
-    method-fused groups of every cell, seed-fused and single runs at the
-    largest head count (enough for a projection: other head counts borrow
-    it), then the other head counts; last the single-run switches
-    (channels_last, compile) at the largest head count."""
+    alone and fused x seeds, bf16 and fp32); then for bf16, then fp32:
+    seed-fused and single runs of every cell at the largest head count (18
+    jobs complete both grid projections: other head counts borrow it), the
+    method-fused groups of every cell (their projection needs all of them:
+    group sizes differ per head count, so nothing can be borrowed), then the
+    other head counts; last the single-run switches (channels_last, compile)
+    at the largest head count."""
     shapes, cfg0 = P.data_shapes(), base_config(s)
     pairs = [(d, b) for d in s.datasets for b in s.backbones]
     order = []
@@ -114,9 +118,9 @@ def plan(s: Settings) -> list[Job]:
         order += [(("pathmnist", headline_backbone(s.backbones)), st, 4, v)
                   for v in ("bf16", "fp32") for st in ("single", "seeds") if st in s.strategies]
     top = max(s.heads)
-    for v in ("bf16", "fp32"):  # method groups, then every cell at the top head
-        order += [(pair, "methods", h, v) for pair in pairs for h in s.heads]
+    for v in ("bf16", "fp32"):  # every cell at the top head, then method groups
         order += [(pair, st, top, v) for st in ("seeds", "single") for pair in pairs]
+        order += [(pair, "methods", h, v) for pair in pairs for h in s.heads]
         order += [(pair, st, h, v) for st in ("seeds", "single") for pair in pairs
                   for h in s.heads if h != top]
     order = [o for o in order if o[1] in s.strategies]
@@ -189,7 +193,13 @@ def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True
             skipped.append({"key": k, "reason": str(err)})
             continue
         except Exception as err:  # noqa: BLE001 - one bad job must not end the run
-            failed.append({"key": k, "reason": f"{type(err).__name__}: {_first_line(err)}"})
+            # the whole traceback goes to the JSON and, the first time an error
+            # type is seen, to stderr: a first GPU run must be debuggable offline
+            trace = traceback.format_exc()
+            if not any(f["reason"].startswith(type(err).__name__) for f in failed):
+                print(trace, file=sys.stderr, flush=True)
+            failed.append({"key": k, "reason": f"{type(err).__name__}: {_first_line(err)}",
+                           "traceback": trace[-4000:]})
             continue
         finally:
             _free(s.device)

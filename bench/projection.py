@@ -98,7 +98,8 @@ PEAKS = (
     (("H100", "PCIe"), (756.0, 51.0)),
     (("H100", "SXM"), (989.0, 67.0)),
     (("H100", "HBM3"), (989.0, 67.0)),  # "NVIDIA H100 80GB HBM3" is the SXM part
-    (("H200",), (989.0, 67.0)),  # same compute as H100 SXM
+    (("H200", "NVL"), (835.0, 60.0)),  # the PCIe card: lower clocks and power
+    (("H200",), (989.0, 67.0)),  # the SXM part: same compute as H100 SXM
 )
 
 

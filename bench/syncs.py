@@ -86,9 +86,10 @@ def fused_steps(name, backbone, size, steps, device, data):
     return step, list(zip(*(_batches(len(y), steps, g) for g in gens)))
 
 
-def count(step, batches, device) -> int | None:
+def count(step, batches, device, sites: set | None = None) -> int | None:
     """Synchronisations CUDA reports over `batches` after one warm-up step
-    (first calls may sync while allocating or choosing kernels); None on CPU."""
+    (first calls may sync while allocating or choosing kernels); None on CPU.
+    `sites`, if given, collects 'file:line' of the Python code that synced."""
     step(batches[0])
     if device.type != "cuda":
         for b in batches[1:]:
@@ -104,10 +105,16 @@ def count(step, batches, device) -> int | None:
         finally:
             torch.cuda.set_sync_debug_mode("default")
         torch.cuda.synchronize(device)
-    return sum("synchroniz" in str(w.message) for w in caught)
+    hits = [w for w in caught if "synchroniz" in str(w.message)]
+    if sites is not None:
+        sites.update(f"{w.filename}:{w.lineno}" for w in hits)
+    return len(hits)
 
 
-def check(device="cpu", backbone="resnet18", size=28, steps=3, methods=None) -> list[dict]:
+def check(device="cpu", backbone="resnet18", size=28, steps=3, methods=None,
+          sites: set | None = None, on_row=None) -> list[dict]:
+    """One row per method: syncs per step of a single run and of a fused pair.
+    `on_row(row)` sees each row as it is done (a killed check keeps its rows)."""
     device = torch.device(device)
     gen = torch.Generator().manual_seed(0)
     images = torch.randint(0, 256, (64, 3, size, size), dtype=torch.uint8, generator=gen)
@@ -118,9 +125,11 @@ def check(device="cpu", backbone="resnet18", size=28, steps=3, methods=None) -> 
         row = {"method": name}
         for path, build in (("single", single_steps), ("fused x2", fused_steps)):
             step, batches = build(name, backbone, size, steps + 1, device, data)
-            n = count(step, batches, device)
+            n = count(step, batches, device, sites)
             row[path] = "n/a (cpu)" if n is None else n / steps
         rows.append(row)
+        if on_row is not None:
+            on_row(row)
     return rows
 
 
@@ -133,8 +142,11 @@ def main(argv=None) -> int:
     p.add_argument("--methods", default="", help="comma list (default: every training method)")
     a = p.parse_args(argv)
     methods = [m for m in a.methods.split(",") if m] or None
+    sites: set = set()
     try:
-        rows = check(a.device, a.backbone, a.size, a.steps, methods)
+        rows = check(a.device, a.backbone, a.size, a.steps, methods, sites,
+                     on_row=lambda r: print("  ".join(f"{k} {v}" for k, v in r.items()),
+                                            flush=True))
     except BenchError as err:
         print(f"bench.syncs: error: {err}", file=sys.stderr)
         return 2
@@ -144,6 +156,7 @@ def main(argv=None) -> int:
     bad = [r["method"] for r in rows if any(isinstance(v, float) and v > 0 for v in r.values())]
     if bad:
         print(f"steps that synchronise: {', '.join(bad)}")
+        print("where (Python lines that synced):\n  " + "\n  ".join(sorted(sites)))
     return 1 if bad else 0
 
 

@@ -13,21 +13,32 @@
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
 # Every step runs under `timeout`, so a hang cannot eat the budget; the whole
-# script stays under ~9 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 30) + 2 x PERF_LIMIT + setup.
+# script stays under ~9 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 45) + 2 x PERF_LIMIT + setup.
 # Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, perf_fp32.log, perf_bf16.log.
 set -u
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 OUT_DIR="${OUT:-$REPO/gpu_out}"
 mkdir -p "$OUT_DIR"
 OUT_DIR="$(cd "$OUT_DIR" && pwd)"
-PY="${PYTHON:-python3}"
+# The first Python that has torch and timm ($PYTHON, python3, python): the
+# device image's torch may sit behind either name.
+PY=""
+for cand in ${PYTHON:-} python3 python; do
+    if "$cand" -c "import torch, timm" >/dev/null 2>&1; then PY="$cand"; break; fi
+done
+if [ -z "$PY" ]; then
+    echo "gpu_check.sh: no Python with torch and timm (tried: ${PYTHON:-} python3 python)" >&2
+    exit 2
+fi
+PY="$(command -v "$PY")"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
 SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.syncs
-GPLAN_BUDGET="${GPLAN_BUDGET:-230}" # seconds for bench.gpuplan's own budget
+GPLAN_BUDGET="${GPLAN_BUDGET:-210}" # seconds for bench.gpuplan's own budget
 PERF_LIMIT="${PERF_LIMIT:-110}"     # hard limit per bench.perf run (it prints at the end)
 PERF_STEPS="${PERF_STEPS:-100}"
 PERF_REPEATS="${PERF_REPEATS:-2}"
+SYNC_ARGS="${SYNC_ARGS:-}"          # extra bench.syncs flags (CPU dry run: a small backbone)
 GPLAN_ARGS="${GPLAN_ARGS:-}"        # extra gpuplan flags (CPU dry run: tiny settings)
 PERF_ARGS="${PERF_ARGS:-}"
 export PYTHONUNBUFFERED=1
@@ -54,13 +65,16 @@ cd "$RUN_DIR" || exit 1
 } 2>&1 | tee "$OUT_DIR/env.txt"
 
 echo "== 0/3 bench.syncs (limit ${SYNC_LIMIT}s)"
-timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.syncs --device "$DEVICE" --steps 3 \
+# shellcheck disable=SC2086
+timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.syncs --device "$DEVICE" --steps 3 $SYNC_ARGS \
     2>&1 | tee "$OUT_DIR/syncs.log"
 echo "syncs exit: ${PIPESTATUS[0]}"
 
 echo "== 1/3 bench.gpuplan (budget ${GPLAN_BUDGET}s)"
 # shellcheck disable=SC2086
-timeout -k 10 $((GPLAN_BUDGET + 30)) "$PY" -m bench.gpuplan --device "$DEVICE" \
+# +45 s: imports and CUDA start-up come before gpuplan's clock, and a job checks
+# the clock between steps (a first 224 px step with cuDNN's search can run long)
+timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.gpuplan --device "$DEVICE" \
     --budget-s "$GPLAN_BUDGET" --out "$OUT_DIR/gpuplan.json" $GPLAN_ARGS \
     2>&1 | tee "$OUT_DIR/gpuplan.log"
 echo "gpuplan exit: ${PIPESTATUS[0]}"

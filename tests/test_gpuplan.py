@@ -121,6 +121,7 @@ def test_flop_count_of_tiny_model_matches_hand_count():
     ("NVIDIA H100 80GB HBM3", True, 989.0), ("NVIDIA H100 80GB HBM3", False, 67.0),
     ("NVIDIA H100 SXM5 80GB", True, 989.0), ("NVIDIA H100 PCIe", True, 756.0),
     ("NVIDIA H100 PCIe", False, 51.0), ("NVIDIA H200", True, 989.0),
+    ("NVIDIA H200 NVL", True, 835.0), ("NVIDIA H200 NVL", False, 60.0),
     ("NVIDIA H100 NVL", True, None), ("NVIDIA A100-SXM4-80GB", True, None)])
 def test_peak_lookup(name, bf16, peak):
     assert P.peak_tflops(name, bf16) == peak
@@ -140,6 +141,12 @@ def test_plan_puts_the_headline_first_and_uses_real_shapes():
     assert keys[:4] == [f"pathmnist|resnet50|4h|{run}|{v}" for v in ("bf16", "fp32")
                         for run in ("single|x1", "fused|x5")]
     assert len(keys) == len(set(keys))  # methods' 4-head group == the 4hml seed group
+    # next, bf16 single runs and seed groups of all 9 cells at 4 heads: with the
+    # headline's they complete both projections before any method group starts
+    nxt = jobs[4:20]
+    assert {(j.heads, j.variant, j.members) for j in nxt} == {(4, "bf16", 1), (4, "bf16", 5)}
+    cells = {(j.dataset, j.backbone, j.members) for j in jobs[:2] + nxt}
+    assert len(cells) == 18
     sizes = {(j.dataset, j.backbone): j.size for j in jobs}
     assert sizes[("pathmnist", "convnext_tiny")] == 32 and sizes[("pathmnist", "swin_tiny")] == 28
     assert sizes[("kvasir", "swin_tiny")] == 224
@@ -175,6 +182,24 @@ def test_budget_skips_and_reports(monkeypatch):
     assert 1 <= len(out["measurements"]) < len(jobs)
     assert len(out["measurements"]) + len(out["skipped"]) == len(jobs) and not out["failed"]
     assert all(x["reason"].startswith("not started") for x in out["skipped"])
+
+
+def test_a_failing_job_is_reported_with_its_traceback_and_the_rest_go_on(monkeypatch, capsys):
+    def flaky(job, *a, **k):
+        if job.path == "fused":
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return {"ms_step": 1.0, "eval_ms_image": 1.0, "first_step_s": 0.0, "build_s": 0.0,
+                "flops_step": None, "timed_steps": 1, "eval_images": 1}
+    monkeypatch.setattr(G, "measure", flaky)
+    s = G.Settings(**{**TINY, "heads": (1, 4)})
+    jobs = G.plan(s)
+    out = G.run_jobs(s, jobs, time.perf_counter(), progress=False)
+    fused = [j for j in jobs if j.path == "fused"]
+    assert len(out["failed"]) == len(fused) >= 2
+    assert len(out["measurements"]) == len(jobs) - len(fused)
+    assert all(f["reason"] == "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+               and "in flaky" in f["traceback"] for f in out["failed"])
+    assert capsys.readouterr().err.count("Traceback") == 1  # printed once per error type
 
 
 def test_tiny_budget_real_run_skips_everything(one_thread):
