@@ -9,12 +9,15 @@
 # 1. python -m bench.gpuplan: the harness's step on synthetic data of the
 #    paper's shapes, headline first (PathMNIST ResNet50 4HML alone and as a
 #    5-seed group, bf16 and fp32), projected to run / group / grid wall time.
-# 2. python -m bench.perf at 28 px, ResNet50, 4 heads: harness vs reference
+# 2. bench run end to end on the GPU (the real CLI, worker processes, records):
+#    4 methods x 2 seeds on digits, fused by method and unfused, compared run by run.
+# 3. python -m bench.perf at 28 px, ResNet50, 4 heads: harness vs reference
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
 # Every step runs under `timeout`, so a hang cannot eat the budget; the whole
-# script stays under ~9 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 45) + 2 x PERF_LIMIT + setup.
-# Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, perf_fp32.log, perf_bf16.log.
+# script stays under ~9 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 45) + E2E_LIMIT + 2 x PERF_LIMIT + setup.
+# Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, e2e.log, e2e/ (records),
+# perf_fp32.log, perf_bf16.log.
 set -u
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 OUT_DIR="${OUT:-$REPO/gpu_out}"
@@ -34,8 +37,10 @@ PY="$(command -v "$PY")"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
 SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.syncs
-GPLAN_BUDGET="${GPLAN_BUDGET:-210}" # seconds for bench.gpuplan's own budget
-PERF_LIMIT="${PERF_LIMIT:-110}"     # hard limit per bench.perf run (it prints at the end)
+GPLAN_BUDGET="${GPLAN_BUDGET:-200}" # seconds for bench.gpuplan's own budget
+E2E_LIMIT="${E2E_LIMIT:-60}"        # hard limit for both end-to-end sweeps together
+E2E_ARGS="${E2E_ARGS:-}"            # extra `bench run` flags (CPU dry run: a small backbone)
+PERF_LIMIT="${PERF_LIMIT:-80}"     # hard limit per bench.perf run (it prints at the end)
 PERF_STEPS="${PERF_STEPS:-100}"
 PERF_REPEATS="${PERF_REPEATS:-2}"
 SYNC_ARGS="${SYNC_ARGS:-}"          # extra bench.syncs flags (CPU dry run: a small backbone)
@@ -79,9 +84,20 @@ timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.gpuplan --device "$DEVICE" \
     2>&1 | tee "$OUT_DIR/gpuplan.log"
 echo "gpuplan exit: ${PIPESTATUS[0]}"
 
+echo "== 2/3 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}s)"
+E2E=(run --method sl1h,mixup,2hml,4hml --dataset digits --backbone resnet18 --seeds 2
+     --profile quick --set cycles=1 --set epochs_per_cycle=2 --device "$DEVICE" --no-progress)
+# shellcheck disable=SC2086
+timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli "${@:3}" --results "$1/e2e/fused" --fuse methods &&
+    "$0" -m bench.cli "${@:3}" --results "$1/e2e/single" &&
+    "$0" "$2/benchmarks/compare_records.py" "$1/e2e/single" "$1/e2e/fused"' \
+    "$PY" "$OUT_DIR" "$REPO" "${E2E[@]}" $E2E_ARGS 2>&1 | tee "$OUT_DIR/e2e.log"
+echo "e2e exit: ${PIPESTATUS[0]}"
+find "$OUT_DIR/e2e" -name predictions.npz -delete 2>/dev/null  # keep what comes back small
+
 PERF=(--device "$DEVICE" --backbone resnet50 --heads 4 --size 28 --steps "$PERF_STEPS"
       --repeats "$PERF_REPEATS" --eval-images 2048 --fused-seeds 5 --ref-workers 4)
-echo "== 2/3 bench.perf fp32 (limit ${PERF_LIMIT}s)"
+echo "== 3/3 bench.perf fp32 (limit ${PERF_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.perf "${PERF[@]}" $PERF_ARGS \
     2>&1 | tee "$OUT_DIR/perf_fp32.log"
