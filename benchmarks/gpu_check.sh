@@ -15,7 +15,7 @@
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
 # Every step runs under `timeout`, so a hang cannot eat the budget; the whole
-# script stays under ~9 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 45) + E2E_LIMIT + 2 x PERF_LIMIT + setup.
+# script stays under ~8.5 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 45) + E2E_LIMIT + 2 x PERF_LIMIT + setup.
 # Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, e2e.log, e2e/ (records),
 # perf_fp32.log, perf_bf16.log.
 set -u
