@@ -104,13 +104,15 @@ def members(strategy: str, heads: int, seeds: int) -> tuple:
 
 def plan(s: Settings) -> list[Job]:
     """Jobs, most important first: the headline (PathMNIST ResNet50 4 heads,
-    alone and fused x seeds, bf16 and fp32); then for bf16, then fp32:
+    alone and fused x seeds, bf16 and fp32); with --compile, the same cell
+    compiled (default mode, and reduce-overhead = CUDA graphs), alone and
+    fused; then for bf16, then fp32:
     seed-fused and single runs of every cell at the largest head count (18
     jobs complete both grid projections: other head counts borrow it), the
     method-fused groups of every cell (their projection needs all of them:
     group sizes differ per head count, so nothing can be borrowed), then the
-    other head counts; last the single-run switches (channels_last, compile)
-    at the largest head count."""
+    other head counts; last single runs with channels_last at the largest
+    head count."""
     shapes, cfg0 = P.data_shapes(), base_config(s)
     pairs = [(d, b) for d in s.datasets for b in s.backbones]
     order = []
@@ -118,6 +120,11 @@ def plan(s: Settings) -> list[Job]:
         order += [(("pathmnist", headline_backbone(s.backbones)), st, 4, v)
                   for v in ("bf16", "fp32") for st in ("single", "seeds") if st in s.strategies]
     top = max(s.heads)
+    if s.compile:  # asked for: compiled steps (CUDA graphs too) of the headline cell next
+        cell = (("pathmnist", headline_backbone(s.backbones)) if "pathmnist" in s.datasets
+                else pairs[0])
+        order += [(cell, st, top, v) for v in ("compile", "graphs")
+                  for st in ("single", "seeds") if st in s.strategies]
     for v in ("bf16", "fp32"):  # every cell at the top head, then method groups
         order += [(pair, st, top, v) for st in ("seeds", "single") for pair in pairs]
         order += [(pair, "methods", h, v) for pair in pairs for h in s.heads]
@@ -125,8 +132,8 @@ def plan(s: Settings) -> list[Job]:
                   for h in s.heads if h != top]
     order = [o for o in order if o[1] in s.strategies]
     if "single" in s.strategies:
-        switches = ("bf16_cl", "compile") if s.compile else ("bf16_cl",)
-        order += [(pair, "single", max(s.heads), v) for v in switches for pair in pairs]
+        order += [(pair, "single", max(s.heads), "bf16_cl") for pair in pairs]
+
     jobs, seen = [], set()
     for (ds, bb), st, h, v in order:
         shape = shapes[ds]

@@ -70,11 +70,13 @@ def groups(strategy: str, seeds: int, methods: dict[str, int] = PAPER_HEADS) -> 
 
 
 STRATEGIES = ("single", "seeds", "methods")
-# --set switches per variant; the fused path has no channels_last / compile.
+# --set switches per variant; the fused path has no channels_last. "graphs" is
+# torch.compile's reduce-overhead mode: the step replayed from CUDA graphs.
 VARIANTS = {"fp32": (), "bf16": ("bf16=true",),
             "bf16_cl": ("bf16=true", "channels_last=true"),
-            "compile": ("bf16=true", "channels_last=true", "compile=true")}
-FUSED_VARIANTS = ("fp32", "bf16")
+            "compile": ("bf16=true", "channels_last=true", "compile=true"),
+            "graphs": ("bf16=true", "compile=true", "compile_mode=reduce-overhead")}
+FUSED_VARIANTS = ("fp32", "bf16", "compile", "graphs")
 
 
 def job_sizes(members: int, steps: int, eval_images: int, eval_batch: int) -> tuple:

@@ -192,6 +192,8 @@ def _fused(base, methods, cfg, x, y, device):
     seeds = list(range(len(methods)))
     set_backends(cfg, device)  # as train_fused (cudnn.benchmark)
     fm = FusedModel([copy.deepcopy(base) for _ in seeds], device)
+    if cfg.compile:  # as train_fused
+        fm.compile(cfg.compile_mode)
     opt = torch.optim.SGD(fm.params.values(), lr=cfg.lr, momentum=cfg.momentum,
                           weight_decay=cfg.weight_decay)
     gens = [torch.Generator().manual_seed(s) for s in seeds]

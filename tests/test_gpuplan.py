@@ -265,3 +265,14 @@ def test_results_file_is_written_after_every_job(tmp_path, monkeypatch):
     res = G.run(G.Settings(**{**TINY, "out": str(out)}), progress=False)
     assert seen == list(range(1, res["planned"]))
     assert res["measurements"][0]["tflops"] == pytest.approx(10 * 500 / 1e12)
+
+
+def test_compile_times_the_headline_cell_compiled_and_graphed_right_after_the_headline():
+    jobs = G.plan(G.Settings(device="cpu", compile=True))
+    keys = [G.job_key(j) for j in jobs]
+    assert keys[4:8] == [f"pathmnist|resnet50|4h|{run}|{v}" for v in ("compile", "graphs")
+                         for run in ("single|x1", "fused|x5")]
+    graphs = jobs[7].cfg
+    assert graphs.compile and graphs.compile_mode == "reduce-overhead" and graphs.bf16
+    plain = [G.job_key(j) for j in G.plan(G.Settings(device="cpu"))]
+    assert not any("compile" in k or "graphs" in k for k in plain)
