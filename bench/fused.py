@@ -52,7 +52,13 @@ class FusedModel:
     def compile(self, mode: str = "default") -> None:
         """torch.compile the training forward (vmap included; backward follows).
         With mode "reduce-overhead" the group's step runs from CUDA graphs.
-        Evaluation stays eager, as for single runs."""
+        Evaluation stays eager, as for single runs. The stacked tensors are
+        plain tensors, not Parameters, updated in place (SGD, BatchNorm's
+        running statistics, checkpoint loads): marked as static addresses,
+        CUDA graphs read them where they live instead of skipping the graph
+        for "mutated inputs" or copying every member's weights each replay."""
+        for t in (*self.params.values(), *self.buffers.values()):
+            torch._dynamo.mark_static_address(t)
         self._compiled = torch.compile(self._forward, mode=mode)
 
     def __call__(self, x: torch.Tensor, shared_input: bool = False) -> torch.Tensor:
@@ -92,24 +98,27 @@ def predict_fused(fm: FusedModel, images: torch.Tensor, cfg: TrainConfig) -> np.
     return torch.cat(out, dim=1).cpu().numpy()
 
 
-def _augment(xs: list, aug_gens: list, cfg: TrainConfig) -> list:
-    """Augment every seed's batch with its own generator. In batched mode all
-    seeds' images go through one kernel call per op (the draws stay per seed)."""
+def _augment(xs: list, aug_gens: list, cfg: TrainConfig) -> torch.Tensor:
+    """Every member's batch augmented with its own generator, concatenated
+    [sum B, 3, H, W]. In batched mode all members' images go through one
+    kernel call per op (the draws stay per member)."""
     if not cfg.augment:
-        return xs
+        return torch.cat(xs)
     if cfg.augment_mode != "batched":
-        return [augment_batch(x, g, cfg.augment_mode) for x, g in zip(xs, aug_gens)]
+        return torch.cat([augment_batch(x, g, cfg.augment_mode) for x, g in zip(xs, aug_gens)])
     draws = [sample_params(len(x), g) for x, g in zip(xs, aug_gens)]
     ops = torch.cat([d[0] for d in draws])
     mags = torch.cat([d[1] for d in draws])
-    return list(apply_ops(torch.cat(xs), ops, mags).split([len(x) for x in xs]))
+    return apply_ops(torch.cat(xs), ops, mags)
 
 
 def fused_step(fm, methods, opt, xs, ys, gens, aug_gens, cfg) -> torch.Tensor:
-    """One SGD step of every seed; returns the per-seed losses [S]."""
-    xs = _augment(xs, aug_gens, cfg)
-    batches = [m.batch(normalise(x), y, g) for m, x, y, g in zip(methods, xs, ys, gens)]
-    with autocast(xs[0].device, cfg.bf16):
+    """One SGD step of every member; returns the per-member losses [S]. Work
+    that is the same for every member runs once over all of them (augmentation
+    kernels, normalisation): at batch 8 each kernel launch counts."""
+    x = normalise(_augment(xs, aug_gens, cfg)).split([len(t) for t in xs])
+    batches = [m.batch(xi, y, g) for m, xi, y, g in zip(methods, x, ys, gens)]
+    with autocast(x[0].device, cfg.bf16):
         logits = fm(torch.stack([b[0] for b in batches]))
         losses = torch.stack([m.loss(logits[s], b[1]) for s, (m, b)
                               in enumerate(zip(methods, batches))])
@@ -149,10 +158,10 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
             for idxs in zip(*orders):
                 for group in opt.param_groups:
                     group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
-                idxs = [h2d(i, device) for i in idxs]
-                losses.append(fused_step(fm, methods, opt, [xs["train"][i] for i in idxs],
-                                         [y_train[i] for i in idxs], gens, aug_gens, cfg))
-                step, seen = step + 1, seen + len(idxs[0])
+                idx = h2d(torch.stack(idxs), device)  # one copy, one gather for all
+                losses.append(fused_step(fm, methods, opt, list(xs["train"][idx]),
+                                         list(y_train[idx]), gens, aug_gens, cfg))
+                step, seen = step + 1, seen + idx.shape[1]
                 bar.update()
                 if on_step is not None:
                     on_step(step)

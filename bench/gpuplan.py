@@ -234,6 +234,7 @@ def row(job: Job, m: dict, flops_member, cost_s: float, name: str, device: str) 
         "peak": "n/a" if tflops is None else P.peak_fraction(tflops, name, bf16,
                                                              device == "cuda"),
         "first_step_s": m["first_step_s"], "build_s": m["build_s"], "cost_s": cost_s,
+        "cudagraph_skips": m.get("cudagraph_skips"),
         "timed_steps": m["timed_steps"], "eval_images": m["eval_images"],
     }
 

@@ -87,15 +87,20 @@ def count_step_flops(model, x: torch.Tensor, y: torch.Tensor, method, bf16: bool
     return int(counter.get_total_flops())
 
 
-def _steps(run_step, n_warmup: int, n_steps: int, device, deadline: float) -> float:
+def _steps(run_step, n_warmup: int, n_steps: int, device, deadline: float,
+           on_ready=None) -> float:
     """Seconds for n_steps steps after n_warmup untimed ones (step 0, the
     first, has run already). The clock is checked between steps, so a slow
-    measurement gives up at the deadline."""
+    measurement gives up at the deadline. `on_ready()`, if given, is called
+    between warm-up and the timed steps (processes timed side by side wait
+    there for each other)."""
     for i in range(1, n_warmup):
         run_step(i)
         if time.perf_counter() > deadline:
             raise OutOfBudget("budget ran out during warm-up")
     sync(device)
+    if on_ready is not None:
+        on_ready()
     t0 = time.perf_counter()
     for i in range(n_warmup, n_warmup + n_steps):
         run_step(i)
@@ -120,13 +125,16 @@ def _eval(fn, x: torch.Tensor, batch: int, device, deadline: float) -> float:
 
 
 def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
-            deadline: float, flops: bool = True) -> dict:
+            deadline: float, flops: bool = True, on_ready=None) -> dict:
     """Time one job. Returns ms_step, eval_ms_image, the first (warm-up) step's
     seconds (compile time shows there) and, if asked, FLOPs per step of ONE
     member (a fused group does members x that)."""
+    from torch._dynamo.utils import counters
+
     device = torch.device(device)
     cfg = job.cfg
     n_warmup = max(n_warmup, 1)  # step 0 is always run (and timed alone)
+    counters["inductor"].clear()  # CUDA graphs skipped (and why) show up here
     torch.manual_seed(0)
     methods = _methods(job)
     t_build = time.perf_counter()
@@ -153,10 +161,12 @@ def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
     out["first_step_s"] = time.perf_counter() - t_first
     if time.perf_counter() > deadline:
         raise OutOfBudget("budget ran out during the first step")
-    secs = _steps(run_step, n_warmup, n_steps, device, deadline)
+    secs = _steps(run_step, n_warmup, n_steps, device, deadline, on_ready)
     out["ms_step"] = 1000.0 * secs / n_steps
     out["timed_steps"], out["eval_images"] = n_steps, len(xv)
     out["eval_ms_image"] = _eval(evaluate, xv, cfg.eval_batch_size, device, deadline)
+    # reduce-overhead asked for CUDA graphs; a skip means the timing is plain inductor
+    out["cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"]) if cfg.compile else None
     return out
 
 
@@ -204,9 +214,8 @@ def _fused(base, methods, cfg, x, y, device):
     def run_step(i):
         for group in opt.param_groups:
             group["lr"] = lr(i)
-        idxs = [h2d(o[i], device) for o in orders]
-        fused_step(fm, methods, opt, [x[j] for j in idxs], [y[j] for j in idxs], gens,
-                   aug_gens, cfg)
+        idx = h2d(torch.stack([o[i] for o in orders]), device)  # as train_fused
+        fused_step(fm, methods, opt, list(x[idx]), list(y[idx]), gens, aug_gens, cfg)
 
     def evaluate(xs):
         predict_fused(fm, xs, cfg)

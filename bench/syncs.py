@@ -79,9 +79,8 @@ def fused_steps(name, backbone, size, steps, device, data):
     fm.train(True)
 
     def step(idxs):
-        idxs = [h2d(i, device) for i in idxs]
-        return fused_step(fm, methods, opt, [x[i] for i in idxs], [y[i] for i in idxs],
-                          gens, aug_gens, cfg)
+        idx = h2d(torch.stack(idxs), device)
+        return fused_step(fm, methods, opt, list(x[idx]), list(y[idx]), gens, aug_gens, cfg)
 
     return step, list(zip(*(_batches(len(y), steps, g) for g in gens)))
 

@@ -145,6 +145,11 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
         reason = classify(err, held[0])
         last = _last_step(err, None) or step["n"]
         for spec, log in zip(held, logs):
+            if _written_since(spec.record, t0):  # saved before a later member's save failed
+                runstate.clear_progress(spec.record)
+                log(f"done in {time.time() - t0:.1f} s (fused; the group then failed: {reason})")
+                outs[spec.label].update(status="done", steps=step["n"])
+                continue
             log(f"FAILED at step {last}: {reason}\n{traceback.format_exc()}")
             runstate.write_failure(spec.record, reason, last, log=str(log.path), pid=os.getpid())
             outs[spec.label].update(status="failed", reason=reason, last_step=last)
@@ -153,6 +158,11 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
             runstate.release(spec.record)
     end = time.time()
     return [{**outs[s.label], "end": end} for s in specs]
+
+
+def _written_since(record, t0: float) -> bool:
+    """A complete record written by this attempt (not one a --force run replaces)."""
+    return store.is_complete(record) and (record / "metrics.json").stat().st_mtime >= t0
 
 
 def _claim(specs: list[RunSpec], t0: float) -> tuple[dict, list[RunSpec]]:

@@ -9,14 +9,17 @@
 # 1. python -m bench.gpuplan: the harness's step on synthetic data of the
 #    paper's shapes, headline first (PathMNIST ResNet50 4HML alone and as a
 #    5-seed group, bf16 and fp32), projected to run / group / grid wall time.
+# 1b. python -m bench.sidebyside: 1, 2, 3 processes training the headline fused
+#    group at once on the GPU (`bench run --jobs-per-gpu K`): images/s of all.
 # 2. bench run end to end on the GPU (the real CLI, worker processes, records):
 #    4 methods x 2 seeds on digits, fused by method and unfused, compared run by run.
 # 3. python -m bench.perf at 28 px, ResNet50, 4 heads: harness vs reference
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
 # Every step runs under `timeout`, so a hang cannot eat the budget; the whole
-# script stays under ~8.5 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 45) + E2E_LIMIT + 2 x PERF_LIMIT + setup.
-# Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, e2e.log, e2e/ (records),
+# script stays under ~8.5 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 45) + SBS_LIMIT + E2E_LIMIT + 2 x PERF_LIMIT
+# + setup = 40 + 205 + 75 + 60 + 140 + ~15 s.
+# Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, sidebyside.{json,log}, e2e.log, e2e/ (records),
 # perf_fp32.log, perf_bf16.log.
 set -u
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -37,10 +40,12 @@ PY="$(command -v "$PY")"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
 SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.syncs
-GPLAN_BUDGET="${GPLAN_BUDGET:-200}" # seconds for bench.gpuplan's own budget
+GPLAN_BUDGET="${GPLAN_BUDGET:-160}"
+SBS_LIMIT="${SBS_LIMIT:-75}"        # hard limit for bench.sidebyside (all K)
+SBS_ARGS="${SBS_ARGS:-}"            # extra bench.sidebyside flags (CPU dry run: a small backbone) # seconds for bench.gpuplan's own budget
 E2E_LIMIT="${E2E_LIMIT:-60}"        # hard limit for both end-to-end sweeps together
 E2E_ARGS="${E2E_ARGS:-}"            # extra `bench run` flags (CPU dry run: a small backbone)
-PERF_LIMIT="${PERF_LIMIT:-80}"     # hard limit per bench.perf run (it prints at the end)
+PERF_LIMIT="${PERF_LIMIT:-70}"     # hard limit per bench.perf run (it prints at the end)
 PERF_STEPS="${PERF_STEPS:-100}"
 PERF_REPEATS="${PERF_REPEATS:-2}"
 SYNC_ARGS="${SYNC_ARGS:-}"          # extra bench.syncs flags (CPU dry run: a small backbone)
@@ -83,6 +88,13 @@ timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.gpuplan --device "$DEVICE" \
     --budget-s "$GPLAN_BUDGET" --out "$OUT_DIR/gpuplan.json" $GPLAN_ARGS \
     2>&1 | tee "$OUT_DIR/gpuplan.log"
 echo "gpuplan exit: ${PIPESTATUS[0]}"
+
+echo "== 1b/3 bench.sidebyside (limit ${SBS_LIMIT}s)"
+# shellcheck disable=SC2086
+timeout -k 5 "$SBS_LIMIT" "$PY" -m bench.sidebyside --device "$DEVICE" --processes 1,2,3 \
+    --steps 30 --warmup 5 --timeout-s 40 --out "$OUT_DIR/sidebyside.json" $SBS_ARGS \
+    2>&1 | tee "$OUT_DIR/sidebyside.log"
+echo "sidebyside exit: ${PIPESTATUS[0]}"
 
 echo "== 2/3 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}s)"
 E2E=(run --method sl1h,mixup,2hml,4hml --dataset digits --backbone resnet18 --seeds 2

@@ -220,3 +220,28 @@ def test_fuse_option_errors_are_one_line(tmp_path, capsys, extra, needle):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
     assert not tmp_path.joinpath("digits").exists()
+
+
+def test_a_group_failing_while_saving_keeps_the_members_it_saved(tmp_path, monkeypatch):
+    """Members are saved one after another: if the second save fails (a full
+    disk), the first member's record is complete and is reported done, not
+    failed; only the unsaved member gets a failure file."""
+    import bench.runner
+    from bench.worker import execute_group
+
+    real, calls = bench.runner.save_run, []
+
+    def save_then_fail(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("[Errno 28] No space left on device")
+        return real(*a, **k)
+
+    monkeypatch.setattr(bench.runner, "save_run", save_then_fail)
+    specs = _specs(tmp_path, *SWEEP, "--seeds", "1")
+    out = execute_group(specs)
+    assert [o["status"] for o in out] == ["done", "failed"]
+    assert "No space left on device" in out[1]["reason"]
+    assert store.is_complete(specs[0].record) and runstate.read_failure(specs[0].record) is None
+    assert not store.is_complete(specs[1].record)
+    assert "No space left" in runstate.read_failure(specs[1].record)["reason"]

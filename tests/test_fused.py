@@ -114,8 +114,13 @@ def test_compiled_fused_training_equals_eager(tiny):
         models = [_model(tiny, s) for s in SEEDS[:2]]
         return train_fused(models, methods, cfg, tiny, SEEDS[:2], progress=False)
 
-    eager, compiled = run(), run(compile=True)
+    from torch._dynamo.utils import counters
+
+    eager = run()
+    counters.clear()
+    compiled = run(compile=True)
+    assert counters["stats"]["unique_graphs"] >= 1  # dynamo captured the fused forward
     for e, c in zip(eager, compiled):
         diff = np.abs(e.test_logits - c.test_logits).max()
-        assert 0 < diff < 5e-3 * np.abs(e.test_logits).max()
+        assert diff < 5e-3 * np.abs(e.test_logits).max()
         assert e.best_cycle == c.best_cycle
