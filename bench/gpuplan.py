@@ -37,6 +37,7 @@ from .config import apply_overrides, get_profile, parse_set
 from .errors import BenchError, choices_error
 from .gpuplan_report import render
 from .steptime import Job, OutOfBudget, measure
+from .trainer import check_config
 
 SYNTHETIC = ("data are SYNTHETIC (random uint8 images and labels) of the real shapes: "
              "paper image sizes, true split counts (counts enter the projection only)")
@@ -90,7 +91,9 @@ def check(s: Settings) -> None:
             raise BenchError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(s, name)}")
     if s.budget_s <= 0:
         raise BenchError(f"--budget-s must be > 0, got {s.budget_s}")
-    base_config(s)  # unknown --set keys / profiles fail here
+    if s.threads < 0:
+        raise BenchError(f"--threads must be >= 0 (0 = torch's default), got {s.threads}")
+    check_config(base_config(s))  # unknown --set keys, profiles and choices fail here
 
 
 # -------------------------------------------------------------------- plan --

@@ -38,7 +38,7 @@ from .backbones import BACKBONES, build_model
 from .config import PROFILES, apply_overrides, parse_set
 from .errors import BenchError, choices_error
 from .methods.base import Method
-from .trainer import predict_logits, train
+from .trainer import check_config, predict_logits, train
 
 IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 
@@ -301,7 +301,7 @@ def check(s: Settings) -> None:
     if s.device == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
     BACKBONES.get(s.backbone)  # one-line error for an unknown name
-    harness_config(s)  # unknown or ill-typed --set keys fail before any work
+    check_config(harness_config(s))  # bad --set keys, types and choices fail before any work
     for key in ("heads", "size", "steps", "repeats", "eval_images", "batch_size",
                 "eval_batch_size"):
         if getattr(s, key) < 1:

@@ -143,6 +143,8 @@ def main(argv=None) -> int:
     methods = [m for m in a.methods.split(",") if m] or None
     sites: set = set()
     try:
+        if a.device.startswith("cuda") and not torch.cuda.is_available():
+            raise BenchError(f"--device {a.device}: no CUDA device is visible; use --device cpu")
         rows = check(a.device, a.backbone, a.size, a.steps, methods, sites,
                      on_row=lambda r: print("  ".join(f"{k} {v}" for k, v in r.items()),
                                             flush=True))

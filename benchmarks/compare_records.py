@@ -30,7 +30,11 @@ def row(rel, a: Path, b: Path) -> str:
 
 
 def main(argv=None) -> int:
-    a, b = (Path(p) for p in (argv or sys.argv[1:]))
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python benchmarks/compare_records.py RESULTS_A RESULTS_B", file=sys.stderr)
+        return 2
+    a, b = (Path(p) for p in args)
     ra, rb = records(a), records(b)
     for rel in sorted(set(ra) & set(rb)):
         print(row(rel, ra[rel], rb[rel]))

@@ -4,46 +4,47 @@
 #
 #     bash benchmarks/gpu_check.sh            # writes to $OUT, else ./gpu_out
 #
-# 0. python -m bench.syncs: host-device synchronisations per training step of
+# 1. python -m bench.syncs: host-device synchronisations per training step of
 #    every method, single and fused (expected 0; docs/speed.md).
-# 1. python -m bench.gpuplan: the harness's step on synthetic data of the
+# 2. python -m bench.gpuplan: the harness's step on synthetic data of the
 #    paper's shapes, headline first (PathMNIST ResNet50 4HML alone and as a
 #    5-seed group, bf16 and fp32), projected to run / group / grid wall time.
-# 1b. python -m bench.sidebyside: 1, 2, 3 processes training the headline fused
+# 3. python -m bench.sidebyside: 1, 2, 3 processes training the headline fused
 #    group at once on the GPU (`bench run --jobs-per-gpu K`): images/s of all.
-# 2. bench run end to end on the GPU (the real CLI, worker processes, records):
-#    4 methods x 2 seeds on digits, fused by method and unfused, compared run by run.
-# 3. python -m bench.perf at 28 px, ResNet50, 4 heads: harness vs reference
+# 4. bench run end to end on the GPU (the real CLI, worker processes, records):
+#    5 methods x 1 seed on digits, fused by method and unfused, compared run by run.
+# 5-6. python -m bench.perf at 28 px, ResNet50, 4 heads: harness vs reference
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
-# Every step runs under `timeout`, so a hang cannot eat the budget; the whole
-# script stays under ~8.5 minutes: SYNC_LIMIT + (GPLAN_BUDGET + 45) + SBS_LIMIT + E2E_LIMIT + 2 x PERF_LIMIT
-# + setup = 40 + 205 + 75 + 60 + 140 + ~15 s.
-# Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, sidebyside.{json,log}, e2e.log, e2e/ (records),
-# perf_fp32.log, perf_bf16.log.
+# Every step runs under `timeout`, so a hang cannot eat the budget; at most
+# SYNC_LIMIT + (GPLAN_BUDGET + 45) + SBS_LIMIT + E2E_LIMIT + 2 x PERF_LIMIT + setup
+# = 40 + 195 + 75 + 75 + 140 + ~15 s, about 9 minutes (run it with timeout_s=570).
+# Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, sidebyside.json,
+# sidebyside.log, e2e.log, e2e/ (records without predictions), perf_fp32.log,
+# perf_bf16.log.
 set -u
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 OUT_DIR="${OUT:-$REPO/gpu_out}"
 mkdir -p "$OUT_DIR"
 OUT_DIR="$(cd "$OUT_DIR" && pwd)"
-# The first Python that has torch and timm ($PYTHON, python3, python): the
-# device image's torch may sit behind either name.
+# The first Python that has torch and timm ($PYTHON, this checkout's .venv,
+# python3, python): the device image's torch may sit behind either name.
 PY=""
-for cand in ${PYTHON:-} python3 python; do
+for cand in ${PYTHON:-} "$REPO/.venv/bin/python" python3 python; do
     if "$cand" -c "import torch, timm" >/dev/null 2>&1; then PY="$cand"; break; fi
 done
 if [ -z "$PY" ]; then
-    echo "gpu_check.sh: no Python with torch and timm (tried: ${PYTHON:-} python3 python)" >&2
+    echo "gpu_check.sh: no Python with torch and timm (tried: ${PYTHON:-} .venv python3 python)" >&2
     exit 2
 fi
 PY="$(command -v "$PY")"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
 SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.syncs
-GPLAN_BUDGET="${GPLAN_BUDGET:-160}"
+GPLAN_BUDGET="${GPLAN_BUDGET:-150}"
 SBS_LIMIT="${SBS_LIMIT:-75}"        # hard limit for bench.sidebyside (all K)
 SBS_ARGS="${SBS_ARGS:-}"            # extra bench.sidebyside flags (CPU dry run: a small backbone) # seconds for bench.gpuplan's own budget
-E2E_LIMIT="${E2E_LIMIT:-60}"        # hard limit for both end-to-end sweeps together
+E2E_LIMIT="${E2E_LIMIT:-75}"        # hard limit for both end-to-end sweeps together
 E2E_ARGS="${E2E_ARGS:-}"            # extra `bench run` flags (CPU dry run: a small backbone)
 PERF_LIMIT="${PERF_LIMIT:-70}"     # hard limit per bench.perf run (it prints at the end)
 PERF_STEPS="${PERF_STEPS:-100}"
@@ -74,13 +75,13 @@ cd "$RUN_DIR" || exit 1
 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
 } 2>&1 | tee "$OUT_DIR/env.txt"
 
-echo "== 0/3 bench.syncs (limit ${SYNC_LIMIT}s)"
+echo "== 1/6 bench.syncs (limit ${SYNC_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.syncs --device "$DEVICE" --steps 3 $SYNC_ARGS \
     2>&1 | tee "$OUT_DIR/syncs.log"
 echo "syncs exit: ${PIPESTATUS[0]}"
 
-echo "== 1/3 bench.gpuplan (budget ${GPLAN_BUDGET}s)"
+echo "== 2/6 bench.gpuplan (budget ${GPLAN_BUDGET}s)"
 # shellcheck disable=SC2086
 # +45 s: imports and CUDA start-up come before gpuplan's clock, and a job checks
 # the clock between steps (a first 224 px step with cuDNN's search can run long)
@@ -89,15 +90,15 @@ timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.gpuplan --device "$DEVICE" \
     2>&1 | tee "$OUT_DIR/gpuplan.log"
 echo "gpuplan exit: ${PIPESTATUS[0]}"
 
-echo "== 1b/3 bench.sidebyside (limit ${SBS_LIMIT}s)"
+echo "== 3/6 bench.sidebyside (limit ${SBS_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 5 "$SBS_LIMIT" "$PY" -m bench.sidebyside --device "$DEVICE" --processes 1,2,3 \
     --steps 30 --warmup 5 --timeout-s 40 --out "$OUT_DIR/sidebyside.json" $SBS_ARGS \
     2>&1 | tee "$OUT_DIR/sidebyside.log"
 echo "sidebyside exit: ${PIPESTATUS[0]}"
 
-echo "== 2/3 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}s)"
-E2E=(run --method sl1h,mixup,2hml,4hml --dataset digits --backbone resnet18 --seeds 2
+echo "== 4/6 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}s)"
+E2E=(run --method sl1h,mixup,dca,2hml,4hml --dataset digits --backbone resnet18 --seeds 1
      --profile quick --set cycles=1 --set epochs_per_cycle=2 --device "$DEVICE" --no-progress)
 # shellcheck disable=SC2086
 timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli "${@:3}" --results "$1/e2e/fused" --fuse methods &&
@@ -109,13 +110,13 @@ find "$OUT_DIR/e2e" -name predictions.npz -delete 2>/dev/null  # keep what comes
 
 PERF=(--device "$DEVICE" --backbone resnet50 --heads 4 --size 28 --steps "$PERF_STEPS"
       --repeats "$PERF_REPEATS" --eval-images 2048 --fused-seeds 5 --ref-workers 4)
-echo "== 3/3 bench.perf fp32 (limit ${PERF_LIMIT}s)"
+echo "== 5/6 bench.perf fp32 (limit ${PERF_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.perf "${PERF[@]}" $PERF_ARGS \
     2>&1 | tee "$OUT_DIR/perf_fp32.log"
 echo "perf fp32 exit: ${PIPESTATUS[0]}"
 
-echo "== 3/3 bench.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
+echo "== 6/6 bench.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.perf "${PERF[@]}" --set bf16=true \
     --set channels_last=true $PERF_ARGS 2>&1 | tee "$OUT_DIR/perf_bf16.log"

@@ -253,6 +253,16 @@ def test_bad_names_are_one_line_errors(flag, value, valid, capsys):
     assert out.startswith("error:") and "\n" not in out and bad in out and valid in out
 
 
+@pytest.mark.parametrize("args,needle", [
+    (["--set", "compile_mode=fast"], "unknown compile_mode 'fast'; choose from: default"),
+    (["--threads", "-1"], "--threads must be >= 0"),
+])
+def test_bad_settings_fail_before_any_job(args, needle, capsys):
+    assert G.main(["--device", "cpu", *args, "--no-progress"]) == 2
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("error:") and "\n" not in out and needle in out
+
+
 def test_results_file_is_written_after_every_job(tmp_path, monkeypatch):
     out, seen = tmp_path / "partial.json", []
 

@@ -51,6 +51,7 @@ def test_ratios_are_ratios_of_medians():
     (["--eval-images", "8"], "--eval-images must be more than the batch (8), got 8"),
     (["--set", "bf16=maybe"], "--set bf16=maybe: expected bool"),
     (["--set", "warp=9"], "unknown --set key 'warp'"),
+    (["--set", "augment_mode=foo"], "unknown augment_mode 'foo'; choose from: batched"),
 ])
 def test_bad_settings_are_one_line_errors(capsys, args, message):
     assert perf.main(TINY + args) == 2
