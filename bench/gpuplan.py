@@ -97,14 +97,6 @@ def check(s: Settings) -> None:
 
 
 # -------------------------------------------------------------------- plan --
-def members(strategy: str, heads: int, seeds: int) -> tuple:
-    """Method name of every member of the group `strategy` trains for `heads`."""
-    if strategy == "methods":
-        return tuple(m for m, h in P.PAPER_HEADS.items() if h == heads for _ in range(seeds))
-    n = 1 if strategy == "single" else seeds
-    return (P.METHOD_FOR_HEADS[heads],) * n
-
-
 def plan(s: Settings) -> list[Job]:
     """Jobs, most important first: the headline (PathMNIST ResNet50 4 heads,
     alone and fused x seeds, bf16 and fp32); with --compile, the same cell
@@ -142,7 +134,7 @@ def plan(s: Settings) -> list[Job]:
         shape = shapes[ds]
         cfg = apply_overrides(cfg0, parse_set(list(P.VARIANTS[v])))
         job = Job(ds, bb, fit_size(bb, s.image_size or shape.size), shape.classes, h,
-                  "single" if st == "single" else "fused", members(st, h, s.seeds), v, cfg)
+                  "single" if st == "single" else "fused", P.group_members(st, h, s.seeds), v, cfg)
         k = job_key(job)
         if k not in seen and job.methods:
             seen.add(k)

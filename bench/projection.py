@@ -70,6 +70,14 @@ def groups(strategy: str, seeds: int, methods: dict[str, int] = PAPER_HEADS) -> 
 
 
 STRATEGIES = ("single", "seeds", "methods")
+
+
+def group_members(strategy: str, heads: int, seeds: int) -> tuple:
+    """Method name of every member of the group `strategy` trains for `heads`."""
+    if strategy == "methods":
+        return tuple(m for m, h in PAPER_HEADS.items() if h == heads for _ in range(seeds))
+    n = 1 if strategy == "single" else seeds
+    return (METHOD_FOR_HEADS[heads],) * n
 # --set switches per variant; the fused path has no channels_last. "graphs" is
 # torch.compile's reduce-overhead mode: the step replayed from CUDA graphs.
 VARIANTS = {"fp32": (), "bf16": ("bf16=true",),
