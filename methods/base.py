@@ -32,6 +32,11 @@ class Method:
     def __init__(self, name: str, params: Any = None):
         self.name = name
         self.params = params if params is not None else self.Params()
+        self.check_params()
+
+    def check_params(self) -> None:
+        """Raise a one-line BenchError for an out-of-range hyper-parameter
+        (called on construction, so a bad --set fails before any training)."""
 
     @property
     def heads(self) -> int:

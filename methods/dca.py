@@ -26,8 +26,7 @@ def dca_penalty(z, y):
 class DCA(Method):
     Params = DCAParams
 
-    def __init__(self, name, params=None):
-        super().__init__(name, params)
+    def check_params(self):
         if self.params.beta < 0:
             raise BenchError(f"dca: beta={self.params.beta} must be >= 0")
 

@@ -35,8 +35,7 @@ def focal_loss(z, y, gamma):
 class Focal(Method):
     Params = FocalParams
 
-    def __init__(self, name, params=None):
-        super().__init__(name, params)
+    def check_params(self):
         if self.params.gamma < 0:
             raise BenchError(f"focal: gamma={self.params.gamma} must be >= 0")
 
@@ -47,8 +46,7 @@ class Focal(Method):
 class AdaptiveFocal(Method):
     Params = AdaptiveFocalParams
 
-    def __init__(self, name, params=None):
-        super().__init__(name, params)
+    def check_params(self):
         p = self.params
         if min(p.gamma_low, p.gamma_high) < 0 or not 0 <= p.threshold <= 1:
             raise BenchError(f"flsd53: gammas ({p.gamma_low}, {p.gamma_high}) must be >= 0 "

@@ -20,8 +20,7 @@ class LSParams:
 class LabelSmoothing(Method):
     Params = LSParams
 
-    def __init__(self, name, params=None):
-        super().__init__(name, params)
+    def check_params(self):
         if not 0.0 <= self.params.epsilon <= 1.0:
             raise BenchError(f"ls: epsilon={self.params.epsilon} must be in [0, 1]")
 

@@ -27,8 +27,7 @@ def margin_penalty(z, margin: float):
 class MarginLabelSmoothing(Method):
     Params = MbLSParams
 
-    def __init__(self, name, params=None):
-        super().__init__(name, params)
+    def check_params(self):
         if self.params.margin < 0 or self.params.alpha < 0:
             raise BenchError(f"mbls: margin={self.params.margin} and alpha={self.params.alpha} "
                              "must be >= 0")

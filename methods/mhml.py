@@ -84,12 +84,10 @@ class MultiHead(Method):
 
     Params = MultiHeadParams
     multi_loss = True
+    weights = None  # [M, K] class weights, drawn by setup()
 
-    def __init__(self, name, params=None):
-        super().__init__(name, params)
-        self.weights = None
-        self._on_device = None  # (device, dtype, weights there): one copy, not one a step
-        p = self.params
+    def check_params(self):
+        name, p = self.name, self.params
         if p.heads < 1:
             raise BenchError(f"{name}: heads={p.heads} must be >= 1")
         if p.mh_loss not in MH_LOSSES:
@@ -114,15 +112,15 @@ class MultiHead(Method):
         self.check(num_classes)
         self.weights = torch.as_tensor(
             class_weights(num_classes, self.heads, seed, self.multi_loss), dtype=torch.float32)
-        self._on_device = None
 
     def loss(self, logits, target):
         if self.weights is None:
             raise RuntimeError(f"{self.name}: call setup(num_classes, seed) before loss()")
-        if self._on_device is None or self._on_device[:2] != (logits.device, logits.dtype):
-            weights = h2d(self.weights, logits.device).to(logits.dtype)
-            self._on_device = (logits.device, logits.dtype, weights)
-        return MH_LOSSES[self.params.mh_loss](logits, target, self._on_device[2])
+        if (self.weights.device, self.weights.dtype) != (logits.device, logits.dtype):
+            # moved once, not copied every step: a run's logits keep one device
+            # and dtype (bf16 autocast is on or off for the whole run)
+            self.weights = h2d(self.weights, logits.device).to(logits.dtype)
+        return MH_LOSSES[self.params.mh_loss](logits, target, self.weights)
 
 
 class MultiHeadSingleLoss(MultiHead):

@@ -34,8 +34,7 @@ def draw_lambda(alpha: float, gen: torch.Generator) -> float:
 class Mixup(Method):
     Params = MixupParams
 
-    def __init__(self, name, params=None):
-        super().__init__(name, params)
+    def check_params(self):
         if self.params.alpha < 0:
             raise BenchError(f"mixup: alpha={self.params.alpha} must be >= 0 (0 = no mixing)")
 
