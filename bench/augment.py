@@ -16,6 +16,7 @@ different magnitudes, and are tested pixel-for-pixel against torchvision's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Optional
 
 import torch
@@ -82,13 +83,9 @@ def _warp(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     return out.round_().to(torch.uint8)
 
 
-def _zeros_like(mag):
-    return torch.zeros_like(mag)
-
-
 def _shear(x, mag, axis: int):
     shear = torch.rad2deg(torch.atan(mag))
-    z = _zeros_like(mag)
+    z = torch.zeros_like(mag)
     h, w = x.shape[-2:]
     centre = (torch.full_like(mag, -0.5 * w), torch.full_like(mag, -0.5 * h))  # top-left corner
     sx, sy = (shear, z) if axis == 0 else (z, shear)
@@ -97,7 +94,7 @@ def _shear(x, mag, axis: int):
 
 def _translate(x, mag, axis: int):
     shift = torch.trunc(mag)  # torchvision: int(magnitude)
-    z = _zeros_like(mag)
+    z = torch.zeros_like(mag)
     tx, ty = (shift, z) if axis == 0 else (z, shift)
     return _warp(x, _inverse_affine(z, z, z, tx, ty, z, z))
 
@@ -107,30 +104,16 @@ def _identity(x, mag):
     return x
 
 
-@register("ShearX", _lin(0.0, 0.99), signed=True)
-def _shear_x(x, mag):
-    return _shear(x, mag, 0)
-
-
-@register("ShearY", _lin(0.0, 0.99), signed=True)
-def _shear_y(x, mag):
-    return _shear(x, mag, 1)
-
-
-@register("TranslateX", _lin(0.0, 32.0), signed=True)
-def _translate_x(x, mag):
-    return _translate(x, mag, 0)
-
-
-@register("TranslateY", _lin(0.0, 32.0), signed=True)
-def _translate_y(x, mag):
-    return _translate(x, mag, 1)
+register("ShearX", _lin(0.0, 0.99), signed=True)(partial(_shear, axis=0))
+register("ShearY", _lin(0.0, 0.99), signed=True)(partial(_shear, axis=1))
+register("TranslateX", _lin(0.0, 32.0), signed=True)(partial(_translate, axis=0))
+register("TranslateY", _lin(0.0, 32.0), signed=True)(partial(_translate, axis=1))
 
 
 @register("Rotate", _lin(0.0, 135.0), signed=True)
 def _rotate(x, mag):
     angle = torch.remainder(mag, 360.0)
-    z = _zeros_like(mag)
+    z = torch.zeros_like(mag)
     out = _warp(x, _inverse_affine(-angle, z, z, z, z, z, z))
     # torchvision takes exact transposes for multiples of 90 degrees (square images)
     square = x.shape[-1] == x.shape[-2]
