@@ -33,8 +33,8 @@ from .errors import BenchError
 from .metrics import auc_ovr_macro, head_probs
 from .transfer import h2d
 from .trainer import (AUG_STREAM, TrainResult, autocast, check_finite, cosine_lr,
-                      epoch_batches, normalise, set_backends, steps_per_epoch,
-                      to_device_images)
+                      epoch_batches, normalise, set_backends, steps_per_epoch, sync,
+                      to_device_images, val_score)
 
 
 class FusedModel:
@@ -166,8 +166,7 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
                 if on_step is not None:
                     on_step(step)
             check_finite(losses, first, cycle, epoch, cfg.lr)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        sync(device)
         seconds += time.perf_counter() - t0
         best = _keep_best(fm, predict_fused(fm, xs["val"], cfg), data.val.labels, cycle,
                           best, aucs)
@@ -177,22 +176,21 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
 
 
 def _keep_best(fm, val_logits, val_labels, cycle, best, aucs):
-    """Per seed: keep the checkpoint with the best validation AUC (strictly
-    better wins, so ties keep the earlier cycle; NaN never wins), as train()."""
+    """Per member: keep the checkpoint with the best validation AUC, and its
+    validation logits, under train()'s rule (strictly better wins; NaN never)."""
     out = list(best)
     for s in range(fm.size):
         auc = auc_ovr_macro(head_probs(val_logits[s]), val_labels)
         aucs[s].append(auc)
-        score = auc if auc == auc else -math.inf
-        if out[s][1] is None or score > out[s][0]:
-            out[s] = (score, (cycle + 1, fm.snapshot(s)))
+        if out[s][1] is None or val_score(auc) > out[s][0]:
+            out[s] = (val_score(auc), (cycle + 1, fm.snapshot(s), val_logits[s]))
     return out
 
 
 def _results(fm, best, aucs, xs, cfg, seconds, seen, steps) -> list[TrainResult]:
-    for s, (_, (_, state)) in enumerate(best):
+    for s, (_, (_, state, _)) in enumerate(best):
         fm.load(s, state)
-    val = predict_fused(fm, xs["val"], cfg)
+    val = [b[1][2] for b in best]  # kept with each member's best checkpoint
     t0 = time.perf_counter()
     test = predict_fused(fm, xs["test"], cfg)
     infer_ms = 1000 * (time.perf_counter() - t0) / max(test.shape[0] * test.shape[1], 1)

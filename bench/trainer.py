@@ -61,13 +61,12 @@ def epoch_batches(n: int, batch_size: int, gen: torch.Generator) -> list[torch.T
     """A seeded permutation cut into batches. A trailing batch of one image is
     dropped: BatchNorm cannot train on a single sample."""
     perm = torch.randperm(n, generator=gen)
-    chunks = list(perm.split(batch_size))
-    if len(chunks) > 1 and len(chunks[-1]) == 1:
-        chunks.pop()
-    return chunks
+    return list(perm.split(batch_size))[:steps_per_epoch(n, batch_size)]
 
 
 def steps_per_epoch(n: int, batch_size: int) -> int:
+    """Batches an epoch trains: a trailing batch of one image is dropped
+    unless it is the only one."""
     full, rest = divmod(n, batch_size)
     return full + (1 if rest > 1 or (rest == 1 and full == 0) else 0)
 
@@ -200,21 +199,22 @@ def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
                 step, seen = step + 1, seen + len(idx)
                 bar.update()
             check_finite(losses, first, cycle, epoch, cfg.lr)
-        _sync(device)
+        sync(device)
         seconds += time.perf_counter() - t0
-        auc = auc_ovr_macro(head_probs(predict(model, xs["val"], cfg)), data.val.labels)
+        val_logits = predict(model, xs["val"], cfg)
+        auc = auc_ovr_macro(head_probs(val_logits), data.val.labels)
         aucs.append(auc)
         bar.set_postfix(val_auc=f"{auc:.4f}")
-        score = auc if auc == auc else -math.inf  # a NaN AUC never wins
-        if best is None or score > best_auc:  # strict: ties keep the earlier cycle
-            best_auc, best = score, (cycle + 1, _snapshot(model))
+        if best is None or val_score(auc) > best_auc:  # strict: ties keep the earlier cycle
+            # the best cycle's validation logits are kept: no second pass at the end
+            best_auc, best = val_score(auc), (cycle + 1, _snapshot(model), val_logits)
     bar.close()
     model.load_state_dict(best[1])
-    val_logits = predict(model, xs["val"], cfg)
-    _sync(device)
+    val_logits = best[2]
+    sync(device)
     t0 = time.perf_counter()
     test_logits = predict(model, xs["test"], cfg)
-    _sync(device)
+    sync(device)
     infer_ms = 1000 * (time.perf_counter() - t0) / max(len(test_logits), 1)
     return TrainResult(
         val_logits=val_logits, test_logits=test_logits, infer_ms_per_image=infer_ms,
@@ -227,7 +227,13 @@ def predict(model, images: torch.Tensor, cfg: TrainConfig) -> np.ndarray:
     return predict_logits(model, images, cfg.eval_batch_size, cfg.bf16, cfg.channels_last)
 
 
-def _sync(device: torch.device) -> None:
+def val_score(auc: float) -> float:
+    """A cycle's checkpoint score: its validation AUC, and a NaN AUC never wins."""
+    return auc if auc == auc else -math.inf
+
+
+def sync(device: torch.device) -> None:
+    """Wait for the device (before reading a timer); nothing to wait for on CPU."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 

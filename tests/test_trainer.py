@@ -74,9 +74,19 @@ def test_best_cycle_checkpoint_is_the_one_tested(tiny_digits, monkeypatch):
         return next(scripted)
 
     monkeypatch.setattr(trainer, "auc_ovr_macro", fake_auc)
-    res = _train(tiny_digits, 0)
+    cfg = dataclasses.replace(PROFILES["quick"], cycles=2, epochs_per_cycle=1)
+    torch.manual_seed(0)
+    model, _ = build_model("smallcnn", tiny_digits.image_size, 1, tiny_digits.num_classes)
+    res = train(model, create_method("sl1h"), cfg, tiny_digits, 0, progress=False)
     assert res.best_cycle == 1 and res.cycle_val_auc == [0.9, 0.5]
     from bench.metrics import head_probs
 
     np.testing.assert_allclose(head_probs(res.val_logits), seen[0], rtol=1e-5, atol=1e-6)
     assert not np.allclose(seen[0], seen[1])  # the cycles really differ
+    # the model is left with cycle 1's weights: predicting again gives the
+    # returned validation and test logits
+    images = {s: trainer.to_device_images(tiny_digits.split(s).images, "cpu")
+              for s in ("val", "test")}
+    for split, got in (("val", res.val_logits), ("test", res.test_logits)):
+        np.testing.assert_allclose(trainer.predict_logits(model, images[split], 256), got,
+                                   rtol=1e-5, atol=1e-6)
