@@ -16,7 +16,7 @@ different magnitudes, and are tested pixel-for-pixel against torchvision's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Callable, Optional
 
 import torch
@@ -227,13 +227,20 @@ def sample_params(n: int, gen: torch.Generator, num_bins: int = NUM_BINS):
     ops = torch.randint(len(OPS), (n,), generator=gen)
     bins = torch.randint(num_bins, (n,), generator=gen)
     negate = torch.rand(n, generator=gen) <= 0.5
-    mags = torch.zeros(n, dtype=torch.float64)
+    table, signed = _magnitude_table(num_bins)
+    mags = table[ops, bins]
+    return ops, torch.where(negate & signed[ops], -mags, mags)
+
+
+@lru_cache(maxsize=None)
+def _magnitude_table(num_bins: int):
+    """[ops, bins] magnitudes (0 for ops without one) and [ops] signed flags:
+    built once, so a batch's draws are two index operations."""
+    table = torch.zeros(len(OPS), num_bins, dtype=torch.float64)
     for k, op in enumerate(OPS):
-        sel = ops == k
-        if op.bins is not None and sel.any():
-            m = op.bins(num_bins).double()[bins[sel]]
-            mags[sel] = torch.where(negate[sel] & op.signed, -m, m)
-    return ops, mags
+        if op.bins is not None:
+            table[k] = op.bins(num_bins).double()
+    return table, torch.tensor([op.signed for op in OPS])
 
 
 def apply_ops(x: torch.Tensor, ops: torch.Tensor, mags: torch.Tensor) -> torch.Tensor:
