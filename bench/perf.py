@@ -36,8 +36,10 @@ from tqdm import tqdm
 
 from .backbones import BACKBONES, build_model
 from .config import PROFILES, apply_overrides, parse_set
-from .errors import BenchError, choices_error
+from .errors import BenchError
 from .methods.base import Method
+from .runner import default_device
+from .steptime import check_device, sync
 from .trainer import check_config, predict_logits, train
 
 IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
@@ -104,16 +106,12 @@ def subset_bundle(bundle, images, labels, n: int):
 
 
 # --------------------------------------------------------------- pipelines --
-def _sync(device):
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
-
-
 def _timed(fn, device) -> float:
-    _sync(device)
+    device = torch.device(device)
+    sync(device)
     t0 = time.perf_counter()
     fn()
-    _sync(device)
+    sync(device)
     return time.perf_counter() - t0
 
 
@@ -296,10 +294,7 @@ def pipelines(s: Settings) -> dict:
 
 
 def check(s: Settings) -> None:
-    if s.device not in ("cpu", "cuda"):
-        raise choices_error("device", s.device, ["cpu", "cuda"])
-    if s.device == "cuda" and not torch.cuda.is_available():
-        raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
+    check_device(s.device)
     BACKBONES.get(s.backbone)  # one-line error for an unknown name
     check_config(harness_config(s))  # bad --set keys, types and choices fail before any work
     for key in ("heads", "size", "steps", "repeats", "eval_images", "batch_size",
@@ -346,7 +341,7 @@ def device_name(device: str) -> str:
 def parse_args(argv=None) -> Settings:
     d = Settings()
     p = argparse.ArgumentParser(prog="python -m bench.perf", description=__doc__.split("\n")[0])
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", default=default_device())
     for key in ("backbone", "heads", "size", "steps", "repeats", "eval_images",
                 "eval_batch_size", "ref_workers", "threads", "fused_seeds", "seed"):
         default = getattr(d, key)

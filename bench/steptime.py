@@ -20,7 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from .backbones import build_model
 from .config import TrainConfig
-from .errors import BenchError
+from .errors import BenchError, choices_error
 from .fused import FusedModel, fused_step, predict_fused
 from .methods.base import create_method
 from .trainer import (AUG_STREAM, cosine_lr, epoch_batches, normalise, predict_logits,
@@ -50,6 +50,17 @@ class Job:
     @property
     def members(self) -> int:
         return len(self.methods)
+
+
+DEVICES = ("cpu", "cuda")
+
+
+def check_device(device: str) -> None:
+    """One-line errors for the speed tools' --device: cpu, or cuda when visible."""
+    if device not in DEVICES:
+        raise choices_error("device", device, DEVICES)
+    if device == "cuda" and not torch.cuda.is_available():
+        raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
 
 
 def sync(device: torch.device) -> None:

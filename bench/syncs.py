@@ -25,7 +25,8 @@ from .backbones import build_model
 from .config import PROFILES
 from .errors import BenchError
 from .methods import create_method, training_methods
-from .steptime import Job, member_methods, stepper, synthetic
+from .runner import default_device
+from .steptime import Job, check_device, member_methods, stepper, synthetic
 
 NUM_CLASSES = 9  # PathMNIST's: enough classes for 4 multi-loss heads
 PATHS = {"single": 1, "fused x2": 2}  # row column -> members trained at once
@@ -89,7 +90,7 @@ def check(device="cpu", backbone="resnet18", size=28, steps=3, methods=None,
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.syncs", description=__doc__.split("\n")[0])
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", default=default_device())
     p.add_argument("--backbone", default="resnet18")
     p.add_argument("--size", type=int, default=28)
     p.add_argument("--steps", type=int, default=3)
@@ -98,8 +99,7 @@ def main(argv=None) -> int:
     methods = [m for m in a.methods.split(",") if m] or None
     sites: set = set()
     try:
-        if a.device.startswith("cuda") and not torch.cuda.is_available():
-            raise BenchError(f"--device {a.device}: no CUDA device is visible; use --device cpu")
+        check_device(a.device)
         rows = check(a.device, a.backbone, a.size, a.steps, methods, sites,
                      on_row=lambda r: print("  ".join(f"{k} {v}" for k, v in r.items()),
                                             flush=True))
