@@ -40,9 +40,9 @@ from .errors import BenchError
 from .methods.base import Method
 from .runner import default_device
 from .steptime import check_device, sync
-from .trainer import check_config, predict_logits, train
+from .trainer import check_config, normalise, predict_logits, to_device_images, train
 
-IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])  # the reference's T.Normalize
 
 
 @dataclass(frozen=True)
@@ -144,11 +144,10 @@ def fused_train(model, method, s: Settings, data, steps: int) -> float:
 
 
 def harness_eval(model, s: Settings, data) -> float:
-    x = torch.from_numpy(data[3]).permute(0, 3, 1, 2).contiguous().to(s.device)
-    model.to(s.device)
+    """`model` comes from harness_train: train() has put it on the device
+    (channels_last too, when asked)."""
+    x = to_device_images(data[3], torch.device(s.device))
     cfg = harness_config(s)
-    if cfg.channels_last:
-        model.to(memory_format=torch.channels_last)
     secs = _timed(lambda: predict_logits(model, x, cfg.eval_batch_size, cfg.bf16,
                                          cfg.channels_last), s.device)
     return len(x) / secs
@@ -220,9 +219,7 @@ def reference_eval(model, s: Settings, data) -> float:
 
 
 def _normalised(images: np.ndarray, device) -> torch.Tensor:
-    x = torch.from_numpy(images).permute(0, 3, 1, 2).float().div(255)
-    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in IMAGENET)
-    return ((x - mean) / std).to(device)
+    return normalise(to_device_images(images, torch.device(device)))
 
 
 def bare_train(model, method, s: Settings, data, steps: int) -> float:
