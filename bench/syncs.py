@@ -24,7 +24,8 @@ from tabulate import tabulate
 from .backbones import build_model
 from .config import PROFILES
 from .errors import BenchError
-from .methods import create_method, training_methods
+from .grid import expand_names
+from .methods import METHODS, create_method, training_methods
 from .runner import default_device
 from .steptime import Job, check_device, member_methods, stepper, synthetic
 
@@ -94,12 +95,13 @@ def main(argv=None) -> int:
     p.add_argument("--backbone", default="resnet18")
     p.add_argument("--size", type=int, default=28)
     p.add_argument("--steps", type=int, default=3)
-    p.add_argument("--methods", default="", help="comma list (default: every training method)")
+    p.add_argument("--methods", default="all", help="comma list, or 'all' training methods")
     a = p.parse_args(argv)
-    methods = [m for m in a.methods.split(",") if m] or None
     sites: set = set()
     try:
         check_device(a.device)
+        # every name checked before the first method runs
+        methods = expand_names(a.methods or "all", training_methods(), "method", METHODS)
         rows = check(a.device, a.backbone, a.size, a.steps, methods, sites,
                      on_row=lambda r: print("  ".join(f"{k} {v}" for k, v in r.items()),
                                             flush=True))

@@ -43,7 +43,10 @@ def test_the_counted_steps_are_the_harness_steps(monkeypatch):
     assert calls == {"single": [True] * 3, "fused": [(2, 2, True)] * 3}
 
 
-def test_unknown_method_is_one_line(capsys):
-    assert syncs.main(["--device", "cpu", "--methods", "nope"]) == 2
+def test_unknown_method_is_one_line_before_any_step(capsys, monkeypatch):
+    ran = []
+    monkeypatch.setattr(syncs, "steps_of", lambda *a: ran.append(a))
+    assert syncs.main(["--device", "cpu", "--methods", "sl1h,nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown method 'nope'" in err[0]
+    assert ran == []  # checked before sl1h ran
