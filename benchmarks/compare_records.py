@@ -8,6 +8,8 @@ the largest test-logit difference, and says which runs exist in only one.
 On a GPU the two differ by floating-point reassociation (grouped versus plain
 convolutions, cuDNN's algorithm choice), so this reports; it does not judge.
 Exit code 1 when a run is missing from either folder or the folders are empty.
+Reads records through bench.store: `bench` must be importable (installed, or
+PYTHONPATH=<folder holding bench/>, as gpu_check.sh sets it).
 """
 from __future__ import annotations
 
