@@ -36,7 +36,8 @@ from .backbones import BACKBONES, fit_size
 from .config import apply_overrides, get_profile, parse_set
 from .errors import BenchError, choices_error
 from .gpuplan_report import render
-from .steptime import Job, OutOfBudget, measure
+from .runner import default_device
+from .steptime import Job, OutOfBudget, check_device, measure
 from .trainer import check_config
 
 SYNTHETIC = ("data are SYNTHETIC (random uint8 images and labels) of the real shapes: "
@@ -82,10 +83,7 @@ def check(s: Settings) -> None:
     for st in s.strategies:
         if st not in P.STRATEGIES:
             raise choices_error("strategies", st, list(P.STRATEGIES))
-    if s.device not in ("cpu", "cuda"):
-        raise choices_error("device", s.device, ["cpu", "cuda"])
-    if s.device == "cuda" and not torch.cuda.is_available():
-        raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
+    check_device(s.device)
     for name in ("seeds", "steps", "eval_images"):
         if getattr(s, name) < 1:
             raise BenchError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(s, name)}")
@@ -321,7 +319,7 @@ def _ints(flag: str):
 def parse_args(argv=None):
     d = Settings()
     p = argparse.ArgumentParser(prog="python -m bench.gpuplan", description=__doc__.split("\n")[0])
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", default=default_device())
     p.add_argument("--datasets", type=_names, default=d.datasets)
     p.add_argument("--backbones", type=_names, default=d.backbones)
     p.add_argument("--heads", type=_ints("--heads"), default=d.heads)

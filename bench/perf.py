@@ -36,11 +36,13 @@ from tqdm import tqdm
 
 from .backbones import BACKBONES, build_model
 from .config import PROFILES, apply_overrides, parse_set
-from .errors import BenchError, choices_error
+from .errors import BenchError
 from .methods.base import Method
-from .trainer import check_config, predict_logits, train
+from .runner import default_device
+from .steptime import check_device, sync
+from .trainer import check_config, normalise, predict_logits, to_device_images, train
 
-IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])  # the reference's T.Normalize
 
 
 @dataclass(frozen=True)
@@ -104,16 +106,12 @@ def subset_bundle(bundle, images, labels, n: int):
 
 
 # --------------------------------------------------------------- pipelines --
-def _sync(device):
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
-
-
 def _timed(fn, device) -> float:
-    _sync(device)
+    device = torch.device(device)
+    sync(device)
     t0 = time.perf_counter()
     fn()
-    _sync(device)
+    sync(device)
     return time.perf_counter() - t0
 
 
@@ -146,11 +144,10 @@ def fused_train(model, method, s: Settings, data, steps: int) -> float:
 
 
 def harness_eval(model, s: Settings, data) -> float:
-    x = torch.from_numpy(data[3]).permute(0, 3, 1, 2).contiguous().to(s.device)
-    model.to(s.device)
+    """`model` comes from harness_train: train() has put it on the device
+    (channels_last too, when asked)."""
+    x = to_device_images(data[3], torch.device(s.device))
     cfg = harness_config(s)
-    if cfg.channels_last:
-        model.to(memory_format=torch.channels_last)
     secs = _timed(lambda: predict_logits(model, x, cfg.eval_batch_size, cfg.bf16,
                                          cfg.channels_last), s.device)
     return len(x) / secs
@@ -222,9 +219,7 @@ def reference_eval(model, s: Settings, data) -> float:
 
 
 def _normalised(images: np.ndarray, device) -> torch.Tensor:
-    x = torch.from_numpy(images).permute(0, 3, 1, 2).float().div(255)
-    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in IMAGENET)
-    return ((x - mean) / std).to(device)
+    return normalise(to_device_images(images, torch.device(device)))
 
 
 def bare_train(model, method, s: Settings, data, steps: int) -> float:
@@ -296,10 +291,7 @@ def pipelines(s: Settings) -> dict:
 
 
 def check(s: Settings) -> None:
-    if s.device not in ("cpu", "cuda"):
-        raise choices_error("device", s.device, ["cpu", "cuda"])
-    if s.device == "cuda" and not torch.cuda.is_available():
-        raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
+    check_device(s.device)
     BACKBONES.get(s.backbone)  # one-line error for an unknown name
     check_config(harness_config(s))  # bad --set keys, types and choices fail before any work
     for key in ("heads", "size", "steps", "repeats", "eval_images", "batch_size",
@@ -346,7 +338,7 @@ def device_name(device: str) -> str:
 def parse_args(argv=None) -> Settings:
     d = Settings()
     p = argparse.ArgumentParser(prog="python -m bench.perf", description=__doc__.split("\n")[0])
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", default=default_device())
     for key in ("backbone", "heads", "size", "steps", "repeats", "eval_images",
                 "eval_batch_size", "ref_workers", "threads", "fused_seeds", "seed"):
         default = getattr(d, key)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .methods import PAPER_METHODS, create_method
 from .trainer import steps_per_epoch
 
 # The paper's trained methods (Tables 1-2) and their head counts.
-PAPER_HEADS = {"sl1h": 1, "ls": 1, "mbls": 1, "mixup": 1, "dca": 1,
-               "2hsl": 2, "2hml": 2, "4hml": 4}
+PAPER_HEADS = {m: create_method(m).heads for m in PAPER_METHODS}
 # The method timed for a run of h heads: heads, not the loss, set the step's
 # cost (the heads are one linear layer; the losses are a few small kernels).
 METHOD_FOR_HEADS = {1: "sl1h", 2: "2hml", 4: "4hml"}

@@ -27,6 +27,8 @@ import torch
 from tabulate import tabulate
 
 from .errors import BenchError, choices_error
+from .runner import default_device
+from .steptime import check_device
 
 VARIANTS = ("fp32", "bf16")
 
@@ -107,7 +109,7 @@ def table(rows: list) -> str:
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.sidebyside",
                                 description=__doc__.split("\n")[0])
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", default=default_device())
     p.add_argument("--processes", default="1,2,3", help="comma list of K")
     p.add_argument("--dataset", default="pathmnist")
     p.add_argument("--backbone", default="resnet50")
@@ -136,8 +138,7 @@ def main(argv=None) -> int:
     a = parse_args(argv)
     try:
         ks = _processes(a.processes)
-        if a.device == "cuda" and not torch.cuda.is_available():
-            raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
+        check_device(a.device)
         job = make_job(a.dataset, a.backbone, a.heads, a.members, a.variant, a.image_size)
     except BenchError as err:
         print(f"bench.sidebyside: error: {err}", file=sys.stderr)

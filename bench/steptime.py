@@ -20,7 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from .backbones import build_model
 from .config import TrainConfig
-from .errors import BenchError
+from .errors import BenchError, choices_error
 from .fused import FusedModel, fused_step, predict_fused
 from .methods.base import create_method
 from .trainer import (AUG_STREAM, cosine_lr, epoch_batches, normalise, predict_logits,
@@ -52,6 +52,17 @@ class Job:
         return len(self.methods)
 
 
+DEVICES = ("cpu", "cuda")
+
+
+def check_device(device: str) -> None:
+    """One-line errors for the speed tools' --device: cpu, or cuda when visible."""
+    if device not in DEVICES:
+        raise choices_error("device", device, DEVICES)
+    if device == "cuda" and not torch.cuda.is_available():
+        raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -65,7 +76,8 @@ def synthetic(n: int, size: int, classes: int, device, seed: int = 0):
     return x.to(device), y.to(device)
 
 
-def _methods(job: Job):
+def member_methods(job: Job) -> list:
+    """One set-up method per member; member s draws from seed s."""
     out = []
     for s, name in enumerate(job.methods):
         m = create_method(name)
@@ -136,7 +148,7 @@ def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
     n_warmup = max(n_warmup, 1)  # step 0 is always run (and timed alone)
     counters["inductor"].clear()  # CUDA graphs skipped (and why) show up here
     torch.manual_seed(0)
-    methods = _methods(job)
+    methods = member_methods(job)
     t_build = time.perf_counter()
     base, _ = build_model(job.backbone, job.size, job.heads, job.classes)
     n = (n_warmup + n_steps) * cfg.batch_size
@@ -150,10 +162,7 @@ def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
                                       torch.Generator().manual_seed(0))
         out["flops_step"] = count_step_flops(m, xb, target, methods[0], cfg.bf16)
         del m
-    if job.path == "single":
-        run_step, evaluate = _single(base, methods[0], cfg, x, y, device)
-    else:
-        run_step, evaluate = _fused(base, methods, cfg, x, y, device)
+    run_step, evaluate = stepper(job, base, methods, x, y, device)
     out["build_s"] = time.perf_counter() - t_build
     t_first = time.perf_counter()
     run_step(0)
@@ -168,6 +177,15 @@ def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
     # reduce-overhead asked for CUDA graphs; a skip means the timing is plain inductor
     out["cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"]) if cfg.compile else None
     return out
+
+
+def stepper(job: Job, base, methods: list, x, y, device):
+    """(run_step(i), evaluate(images)) of the job's path: step i trains batch i
+    of one seeded epoch over x, y exactly as bench.trainer.train (one run) or
+    bench.fused.train_fused (a group) would; `base` is copied, not trained."""
+    if job.path == "single":
+        return _single(base, methods[0], job.cfg, x, y, device)
+    return _fused(base, methods, job.cfg, x, y, device)
 
 
 def _schedule(cfg: TrainConfig, n: int, gens: list):

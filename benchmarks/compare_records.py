@@ -8,23 +8,27 @@ the largest test-logit difference, and says which runs exist in only one.
 On a GPU the two differ by floating-point reassociation (grouped versus plain
 convolutions, cuDNN's algorithm choice), so this reports; it does not judge.
 Exit code 1 when a run is missing from either folder or the folders are empty.
+Reads records through bench.store: `bench` must be importable (installed, or
+PYTHONPATH=<folder holding bench/>, as gpu_check.sh sets it).
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from bench import store
+
 
 def records(root: Path) -> dict:
-    return {p.parent.relative_to(root): p.parent for p in sorted(root.rglob("metrics.json"))}
+    """Complete records (as bench.store finds them) by path relative to root."""
+    return {p.relative_to(root): p for p in store.iter_records(root)}
 
 
 def row(rel, a: Path, b: Path) -> str:
-    ma, mb = (json.loads((d / "metrics.json").read_text())["test"] for d in (a, b))
-    la, lb = (np.load(d / "predictions.npz")["test_logits"] for d in (a, b))
+    ma, mb = (store.read_json(d / "metrics.json")["test"] for d in (a, b))
+    la, lb = (store.load_predictions(d)["test_logits"] for d in (a, b))
     cells = "  ".join(f"{k} {100 * ma[k]:.2f}/{100 * mb[k]:.2f}" for k in ("acc", "ece", "nll"))
     return f"{rel}  {cells}  max|dlogit| {np.abs(la - lb).max():.2e}"
 

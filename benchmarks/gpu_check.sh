@@ -103,7 +103,7 @@ E2E=(run --method sl1h,mixup,dca,2hml,4hml --dataset digits --backbone resnet18 
 # shellcheck disable=SC2086
 timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli "${@:3}" --results "$1/e2e/fused" --fuse methods &&
     "$0" -m bench.cli "${@:3}" --results "$1/e2e/single" &&
-    "$0" "$2/benchmarks/compare_records.py" "$1/e2e/single" "$1/e2e/fused"' \
+    PYTHONPATH="$PWD" "$0" "$2/benchmarks/compare_records.py" "$1/e2e/single" "$1/e2e/fused"' \
     "$PY" "$OUT_DIR" "$REPO" "${E2E[@]}" $E2E_ARGS 2>&1 | tee "$OUT_DIR/e2e.log"
 echo "e2e exit: ${PIPESTATUS[0]}"
 find "$OUT_DIR/e2e" -name predictions.npz -delete 2>/dev/null  # keep what comes back small

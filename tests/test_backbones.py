@@ -65,7 +65,7 @@ def test_paper_size_224(name):
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
 
 
-def test_convnext_heads_each_have_their_own_fresh_layernorm():
+def test_convnext_heads_each_have_their_own_fresh_layernorm(tmp_path):
     """Every head owns a NEW LayerNorm (weight 1, bias 0, as the released code's
     per-head LayerNorm2d), whatever the loaded weights hold; with the trained
     norm and fc copied in, a head equals timm's own convnext_tiny
@@ -75,14 +75,10 @@ def test_convnext_heads_each_have_their_own_fresh_layernorm():
     with torch.no_grad():
         ref.head.norm.weight.uniform_(0.5, 1.5)
         ref.head.norm.bias.uniform_(-0.5, 0.5)
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "cx.safetensors"
-        save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(path))
-        spec = resolve_weights("convnext_tiny", weights=str(path))
-        model, bb = build_model("convnext_tiny", 32, heads=2, num_classes=K, weights=spec)
+    path = tmp_path / "cx.safetensors"
+    save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(path))
+    spec = resolve_weights("convnext_tiny", weights=str(path))
+    model, bb = build_model("convnext_tiny", 32, heads=2, num_classes=K, weights=spec)
     assert bb.weights.startswith("file:cx.safetensors sha256:")
     norm0, norm1 = model.per_head[0][0], model.per_head[1][0]
     assert norm0.weight is not norm1.weight

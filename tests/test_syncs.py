@@ -1,10 +1,9 @@
 """bench.syncs runs every method's real step (single and fused) on the CPU;
-bench.transfer.h2d is a plain copy there. The counts themselves need CUDA."""
+the counts themselves need CUDA."""
 import pytest
 import torch
 
 from bench import syncs
-from bench.transfer import h2d
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -15,25 +14,39 @@ def test_every_path_steps_and_reports_no_count_on_cpu():
     assert all(r["single"] == r["fused x2"] == "n/a (cpu)" for r in rows)
 
 
-def test_steps_change_the_weights(monkeypatch):
-    """The checked step is a real training step: the parameters move."""
-    method, model = syncs._setup("sl1h", "smallcnn", 16, 0, torch.device("cpu"))
-    before = [p.detach().clone() for p in model.parameters()]
-    monkeypatch.setattr(syncs, "_setup", lambda *a: (method, model))
-    data = (torch.randint(0, 256, (16, 3, 16, 16), dtype=torch.uint8),
-            torch.randint(0, syncs.NUM_CLASSES, (16,)))
-    step, batches = syncs.single_steps("sl1h", "smallcnn", 16, 2, torch.device("cpu"), data)
-    assert syncs.count(step, batches, torch.device("cpu")) is None
-    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+def test_the_counted_steps_are_the_harness_steps(monkeypatch):
+    """Every counted step goes through bench.trainer.train_step (one run) or
+    bench.fused.fused_step (a pair: both members' batches), warm-up included,
+    and moves the weights."""
+    from bench import steptime
+
+    calls = {"single": [], "fused": []}
+    real_single, real_fused = steptime.train_step, steptime.fused_step
+
+    def single(model, *a):
+        before = [p.detach().clone() for p in model.parameters()]
+        out = real_single(model, *a)
+        calls["single"].append(any(not torch.equal(b, p) for b, p in
+                                   zip(before, model.parameters())))
+        return out
+
+    def fused(fm, methods, opt, xs, *a):
+        before = [t.clone() for t in fm.params.values()]
+        out = real_fused(fm, methods, opt, xs, *a)
+        calls["fused"].append((len(methods), len(xs), any(
+            not torch.equal(b, t) for b, t in zip(before, fm.params.values()))))
+        return out
+
+    monkeypatch.setattr(steptime, "train_step", single)
+    monkeypatch.setattr(steptime, "fused_step", fused)
+    syncs.check("cpu", backbone="smallcnn", size=16, steps=2, methods=["sl1h"])
+    assert calls == {"single": [True] * 3, "fused": [(2, 2, True)] * 3}
 
 
-def test_h2d_on_cpu_is_a_copy_of_the_same_values():
-    t = torch.arange(5)
-    out = h2d(t, "cpu")
-    assert torch.equal(out, t) and out.device.type == "cpu"
-
-
-def test_unknown_method_is_one_line(capsys):
-    assert syncs.main(["--device", "cpu", "--methods", "nope"]) == 2
+def test_unknown_method_is_one_line_before_any_step(capsys, monkeypatch):
+    ran = []
+    monkeypatch.setattr(syncs, "steps_of", lambda *a: ran.append(a))
+    assert syncs.main(["--device", "cpu", "--methods", "sl1h,nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown method 'nope'" in err[0]
+    assert ran == []  # checked before sl1h ran
