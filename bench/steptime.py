@@ -24,7 +24,7 @@ from .errors import BenchError, choices_error
 from .fused import FusedModel, fused_step, predict_fused
 from .methods.base import create_method
 from .trainer import (AUG_STREAM, cosine_lr, epoch_batches, normalise, predict_logits,
-                      prepare_model, set_backends, train_step)
+                      prepare_model, set_backends, sync, train_step)
 from .transfer import h2d
 
 
@@ -61,11 +61,6 @@ def check_device(device: str) -> None:
         raise choices_error("device", device, DEVICES)
     if device == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def synthetic(n: int, size: int, classes: int, device, seed: int = 0):
