@@ -40,7 +40,7 @@ from .errors import BenchError
 from .methods.base import Method
 from .runner import default_device
 from .steptime import check_device
-from .trainer import check_config, normalise, predict_logits, to_device_images, train
+from .trainer import check_config, normalise, predict_logits, sync, to_device_images, train
 
 IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])  # the reference's T.Normalize
 
