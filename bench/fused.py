@@ -33,8 +33,8 @@ from .errors import BenchError
 from .metrics import auc_ovr_macro, head_probs
 from .transfer import h2d
 from .trainer import (AUG_STREAM, TrainResult, autocast, check_finite, cosine_lr,
-                      epoch_batches, normalise, set_backends, steps_per_epoch, sync,
-                      to_device_images, val_score)
+                      epoch_batches, make_sgd, normalise, set_backends, steps_per_epoch,
+                      sync, to_device_images, val_score)
 
 
 class FusedModel:
@@ -142,8 +142,7 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
         fm.compile(cfg.compile_mode)
     xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
     y_train = torch.from_numpy(data.train.labels).to(device)
-    opt = torch.optim.SGD(fm.params.values(), lr=cfg.lr, momentum=cfg.momentum,
-                          weight_decay=cfg.weight_decay)
+    opt = make_sgd(fm.params.values(), cfg)
     cycle_steps = steps_per_epoch(len(y_train), cfg.batch_size) * cfg.epochs_per_cycle
     best = [(-math.inf, None)] * len(seeds)
     aucs, step, seen, seconds = [[] for _ in seeds], 0, 0, 0.0

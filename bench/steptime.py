@@ -23,8 +23,8 @@ from .config import TrainConfig
 from .errors import BenchError, choices_error
 from .fused import FusedModel, fused_step, predict_fused
 from .methods.base import create_method
-from .trainer import (AUG_STREAM, cosine_lr, epoch_batches, normalise, predict_logits,
-                      prepare_model, set_backends, sync, train_step)
+from .trainer import (AUG_STREAM, cosine_lr, epoch_batches, make_sgd, normalise,
+                      predict_logits, prepare_model, set_backends, sync, train_step)
 from .transfer import h2d
 
 
@@ -193,8 +193,7 @@ def _schedule(cfg: TrainConfig, n: int, gens: list):
 
 def _single(base, method, cfg, x, y, device):
     model, step_model = prepare_model(copy.deepcopy(base), cfg, device)
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
-                          weight_decay=cfg.weight_decay)
+    opt = make_sgd(model.parameters(), cfg)
     gen, aug_gen = torch.Generator().manual_seed(0), torch.Generator().manual_seed(AUG_STREAM)
     (order,), lr = _schedule(cfg, len(y), [gen])
     model.train()
@@ -217,8 +216,7 @@ def _fused(base, methods, cfg, x, y, device):
     fm = FusedModel([copy.deepcopy(base) for _ in seeds], device)
     if cfg.compile:  # as train_fused
         fm.compile(cfg.compile_mode)
-    opt = torch.optim.SGD(fm.params.values(), lr=cfg.lr, momentum=cfg.momentum,
-                          weight_decay=cfg.weight_decay)
+    opt = make_sgd(fm.params.values(), cfg)
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
     orders, lr = _schedule(cfg, len(y), gens)

@@ -147,6 +147,12 @@ def prepare_model(model, cfg: TrainConfig, device: torch.device):
     return model, (torch.compile(model, mode=cfg.compile_mode) if cfg.compile else model)
 
 
+def make_sgd(params, cfg: TrainConfig) -> torch.optim.SGD:
+    """The paper's optimiser under cfg (lr is reset every step by cosine_lr)."""
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum,
+                           weight_decay=cfg.weight_decay)
+
+
 def set_backends(cfg: TrainConfig, device: torch.device) -> None:
     """Process-wide backend switches (each run has its own process in a sweep)."""
     if device.type == "cuda":
@@ -178,8 +184,7 @@ def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
     model, step_model = prepare_model(model, cfg, device)
     xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
     y_train = torch.from_numpy(data.train.labels).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
-                          weight_decay=cfg.weight_decay)
+    opt = make_sgd(model.parameters(), cfg)
     per_epoch = steps_per_epoch(len(y_train), cfg.batch_size)
     cycle_steps = per_epoch * cfg.epochs_per_cycle
     best, best_auc, aucs, step, seen, seconds = None, -math.inf, [], 0, 0, 0.0
