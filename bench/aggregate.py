@@ -234,34 +234,36 @@ def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[
 # ---------------------------------------------------------------- CSV
 
 
+def write_csv(path: Path, header: list[str], rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
 def write_runs_csv(runs: list[Run], path: Path) -> Path:
     cols = ["dataset", "backbone", "method", "config_hash", "seed", "heads", *METRICS, *COSTS,
             "path"]
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in runs:
-            w.writerow([r.dataset, r.backbone, r.method, r.chash, r.seed, r.heads,
-                        *[r.metrics.get(m, "") for m in METRICS],
-                        *[r.cost.get(c, "") for c in COSTS], r.path])
-    return path
+    return write_csv(path, cols, ([r.dataset, r.backbone, r.method, r.chash, r.seed, r.heads,
+                                   *[r.metrics.get(m, "") for m in METRICS],
+                                   *[r.cost.get(c, "") for c in COSTS], r.path] for r in runs))
 
 
 def write_groups_csv(groups: dict, expected: dict, path: Path) -> Path:
     """Mean, population std and n/N per group (fractions, not x100)."""
     cols = ["dataset", "backbone", "row", "method", "config_hash", "n", "N", "seeds"]
     cols += [f"{m}_{s}" for m in METRICS for s in ("mean", "std")] + list(COSTS)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for (ds, bb, key), g in sorted(groups.items()):
-            row = [ds, bb, key, g.method, g.chash, g.n, len(expected.get(ds, ())),
-                   " ".join(map(str, g.seeds))]
-            for m in METRICS:
-                std = g.std(m) if m in g.values else None
-                row += [g.mean(m) if m in g.values else "", "" if std is None else std]
-            w.writerow(row + [g.cost.get(c, "") for c in COSTS])
-    return path
+    rows = []
+    for (ds, bb, key), g in sorted(groups.items()):
+        row = [ds, bb, key, g.method, g.chash, g.n, len(expected.get(ds, ())),
+               " ".join(map(str, g.seeds))]
+        for m in METRICS:
+            std = g.std(m) if m in g.values else None
+            row += [g.mean(m) if m in g.values else "", "" if std is None else std]
+        rows.append(row + [g.cost.get(c, "") for c in COSTS])
+    return write_csv(path, cols, rows)
 
 
 def expected_seeds(runs: list[Run], n_seeds: int | None = None) -> dict[str, tuple]:

@@ -10,7 +10,6 @@ Everything is computed from saved records (no dataset, no GPU). Outputs:
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -222,15 +221,6 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
 # ---------------------------------------------------------------- command
 
 
-def _write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
-
-
 def report(args) -> int:
     from .report_md import report_markdown
 
@@ -247,11 +237,11 @@ def report(args) -> int:
     tables = make_tables(args, groups, expected, sig_marks, sig_name)
     written = [aggregate.write_runs_csv(runs, out / "runs.csv"),
                aggregate.write_groups_csv(groups, expected, out / "groups.csv"),
-               _write_csv(out / "failed_runs.csv",
+               aggregate.write_csv(out / "failed_runs.csv",
                           ["dataset", "backbone", "method", "seed", "reason", "last_step", "path"],
                           [[f[k] for k in ("dataset", "backbone", "method", "seed", "reason",
                                            "last_step", "path")] for f in failures]),
-               _write_csv(out / "stats" / "paired_tests.csv",
+               aggregate.write_csv(out / "stats" / "paired_tests.csv",
                           ["dataset", "backbone", "row", "metric", "test", "n", "statistic", "p",
                            "significant"], sig_rows)]
     written += write_tables(tables, out)
@@ -262,7 +252,7 @@ def report(args) -> int:
         cd_files, f_rows, f_notes = make_friedman(tables, out, args.alpha)
         figures += cd_files
         notes += f_notes
-        written.append(_write_csv(out / "stats" / "friedman.csv",
+        written.append(aggregate.write_csv(out / "stats" / "friedman.csv",
                                   ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"],
                                   f_rows))
     md = out / "report.md"
