@@ -18,7 +18,7 @@ import numpy as np
 
 from . import store
 from .calibration import scaled_probs
-from .derived import deep_ensemble, temperature_scaled
+from .derived import deep_ensemble, temperature_scaled_predictions
 from .errors import BenchError
 from .metrics import all_metrics
 
@@ -194,17 +194,16 @@ def ensemble_group(runs: list[Run]) -> Group:
     return g
 
 
-def _logit_mean_metrics(run: Run) -> dict:
-    """The TS table's un-scaled row: head logits averaged, T = 1 (paper
-    appendix), so that its accuracy is exactly that of the +TS row."""
-    p = store.load_predictions(run.path)
-    return all_metrics(scaled_probs(p["test_logits"], 1.0), p["test_labels"])
-
-
 def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
-    """(un-scaled, +TS) groups of one method's seeds, for the TS table."""
-    fitted = {r.seed: temperature_scaled(r.path) for r in runs}
-    base = _group(runs, f"{runs[0].method}@ts-base", _logit_mean_metrics)
+    """(un-scaled, +TS) groups of one method's seeds, for the TS table. The
+    un-scaled row averages head logits with T = 1 (paper appendix), so that
+    its accuracy is exactly that of the +TS row. Each record is read once."""
+    unscaled, fitted = {}, {}
+    for r in runs:
+        p = store.load_predictions(r.path)
+        unscaled[r.seed] = all_metrics(scaled_probs(p["test_logits"], 1.0), p["test_labels"])
+        fitted[r.seed] = temperature_scaled_predictions(p)
+    base = _group(runs, f"{runs[0].method}@ts-base", lambda r: unscaled[r.seed])
     scaled = _group(runs, f"{runs[0].method}+ts", lambda r: fitted[r.seed]["test"])
     scaled.extra = {"temperature": [fitted[r.seed]["temperature"] for r in runs]}
     return base, scaled

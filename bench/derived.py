@@ -14,7 +14,11 @@ from .store import load_predictions
 
 def temperature_scaled(path: Path) -> dict:
     """One run record -> {"temperature", "val", "test"} metrics after TS."""
-    p = load_predictions(path)
+    return temperature_scaled_predictions(load_predictions(path))
+
+
+def temperature_scaled_predictions(p: dict) -> dict:
+    """Loaded predictions (store.load_predictions) -> as temperature_scaled."""
     t = fit_temperature(p["val_logits"], p["val_labels"])
     return {
         "temperature": t,
