@@ -18,7 +18,8 @@ import numpy as np
 
 from . import store
 from .calibration import scaled_probs
-from .derived import deep_ensemble, temperature_scaled_predictions
+from .derived import (DENS, ENSEMBLE_OF, MIN_MEMBERS, deep_ensemble, has_ensemble,
+                      temperature_scaled_predictions)
 from .errors import BenchError
 from .metrics import all_metrics
 
@@ -183,10 +184,11 @@ def _group(runs: list[Run], key: str, values_fn=None) -> Group:
 def ensemble_group(runs: list[Run]) -> Group:
     """The paper's D-Ens: one number from the sl1h seeds' mean probabilities;
     its cost is that of all members together."""
-    if len(runs) < 2:
-        raise BenchError(f"a deep ensemble needs at least 2 sl1h seeds, got {len(runs)}")
+    if len(runs) < MIN_MEMBERS:
+        raise BenchError(f"a deep ensemble needs at least {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
+                         f"got {len(runs)}")
     test = deep_ensemble([r.path for r in runs])["test"]
-    g = _group(runs, "dens")
+    g = _group(runs, DENS)
     g.values = {m: [test[m]] for m in METRICS if m in test}
     g.cost = {c: float((np.mean if c in RATE_COSTS else np.sum)([r.cost[c] for r in runs]))
               for c in COSTS if all(c in r.cost for r in runs)}
@@ -217,11 +219,11 @@ def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[
         cells[(r.dataset, r.backbone, r.method)].append(r)
     for (ds, bb, method), rs in cells.items():
         groups[(ds, bb, method)] = _group(rs, method)
-        if method == "sl1h":
-            if len(rs) >= 2:
-                groups[(ds, bb, "dens")] = ensemble_group(rs)
-            else:
-                notes.append(f"{ds}/{bb}: D-Ens needs >= 2 sl1h seeds, found {len(rs)}")
+        if has_ensemble(method, len(rs)):
+            groups[(ds, bb, DENS)] = ensemble_group(rs)
+        elif method == ENSEMBLE_OF:
+            notes.append(f"{ds}/{bb}: D-Ens needs >= {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
+                         f"found {len(rs)}")
         if with_ts:
             base, scaled = ts_groups(rs)
             groups[(ds, bb, base.key)], groups[(ds, bb, scaled.key)] = base, scaled

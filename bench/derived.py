@@ -44,6 +44,12 @@ def deep_ensemble(paths: list[Path]) -> dict:
 # The deep ensemble is built from the seeds of this method (the paper's D-Ens).
 ENSEMBLE_OF = "sl1h"
 DENS = "dens"
+MIN_MEMBERS = 2  # one seed is no ensemble
+
+
+def has_ensemble(method: str, n_seeds: int) -> bool:
+    """Whether a group of seeds gets a D-Ens row (summary, tables, figures)."""
+    return method == ENSEMBLE_OF and n_seeds >= MIN_MEMBERS
 
 
 def derived_rows(method: str, paths: list[Path]) -> dict[str, list[dict]]:
@@ -57,7 +63,7 @@ def derived_rows(method: str, paths: list[Path]) -> dict[str, list[dict]]:
     """
     rows = {f"{method}+ts": [{**r["test"], "temperature": r["temperature"]}
                              for r in map(temperature_scaled, paths)]}
-    if method == ENSEMBLE_OF and len(paths) >= 2:  # one seed is no ensemble
+    if has_ensemble(method, len(paths)):
         ens = deep_ensemble(paths)
         rows[DENS] = [{**ens["test"], "members": ens["members"]}]
     return rows

@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from . import aggregate, latex, plots, stats, store, textables
 from .calibration import ensemble_probs
+from .derived import DENS, ENSEMBLE_OF, has_ensemble
 from .errors import BenchError
 from .metrics import head_probs
 from .tables import (CAPTIONS, REFERENCE, backbone_name, build_table, dataset_name, method_name,
@@ -160,12 +161,13 @@ def reliability_panels(runs, seed=None, sections=None) -> list[tuple]:
     for r in runs:
         if seed is None or r.seed == seed:
             by_method.setdefault(r.method, []).append(_probs(r))
-    order = [m for sec in ordered_methods(set(by_method) | {"dens"}, sections) for m in sec]
+    order = [m for sec in ordered_methods(set(by_method) | {DENS}, sections) for m in sec]
+    members = by_method.get(ENSEMBLE_OF, [])
     panels = []
     for m in order:
-        if m == "dens" and seed is None and len(by_method.get("sl1h", [])) >= 2:
-            sl = by_method["sl1h"]
-            panels.append(("D-Ens", ensemble_probs([lg for lg, _ in sl]), sl[0][1]))
+        if m == DENS and seed is None and has_ensemble(ENSEMBLE_OF, len(members)):
+            panels.append((method_name(m), ensemble_probs([lg for lg, _ in members]),
+                           members[0][1]))
         elif m in by_method:
             items = by_method[m]
             panels.append((method_name(m), np.concatenate([head_probs(lg) for lg, _ in items]),
