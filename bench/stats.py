@@ -22,6 +22,7 @@ from .errors import choices_error
 
 WILCOXON_MIN_N = 6  # n = 6 is the first size where exact Wilcoxon can give p < 0.05
 TESTS = ("auto", "ttest", "wilcoxon")
+_NAMES = {"ttest": "paired t-test", "wilcoxon": "Wilcoxon signed-rank"}
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,6 @@ def paired_test(a, b, test: str = "auto") -> Paired | None:
             res = sps.wilcoxon(a, b, zero_method="wilcox", alternative="two-sided")
     p = float(res.pvalue)
     return Paired(_NAMES[kind], len(a), float(res.statistic), 1.0 if math.isnan(p) else p)
-
-
-_NAMES = {"ttest": "paired t-test", "wilcoxon": "Wilcoxon signed-rank"}
 
 
 def paired_vs_reference(values: dict, seeds, ref_values: dict, ref_seeds,
@@ -121,8 +119,9 @@ def friedman(scores: np.ndarray, methods, blocks, higher_is_better: bool,
 
 
 def complete_blocks(table: dict, methods) -> tuple[list, list, np.ndarray]:
-    """table: {(block, method): score}. Keeps the methods present in every
-    block that has at least 3 of them; returns (methods, blocks, scores)."""
+    """table: {(block, method): score}. Keeps the methods (in the order
+    given) that have a score in every block; returns (methods, blocks,
+    scores [blocks, methods]). The caller checks there are enough of each."""
     blocks = sorted({b for b, _ in table})
     kept = [m for m in methods if all((b, m) in table for b in blocks)]
     scores = np.array([[table[(b, m)] for m in kept] for b in blocks], float)
