@@ -170,15 +170,23 @@ def select_configs(runs: list[Run], config: str | None = None) -> tuple[list[Run
     return keep, notes
 
 
+def _costs(runs: list[Run], ensemble: bool = False) -> dict:
+    """Each cost every run has: the per-run mean, or for an ensemble the sum
+    over its members, except rates (see RATE_COSTS)."""
+    def reduce(c):
+        return np.sum if ensemble and c not in RATE_COSTS else np.mean
+
+    return {c: float(reduce(c)([r.cost[c] for r in runs])) for c in COSTS
+            if all(c in r.cost for r in runs)}
+
+
 def _group(runs: list[Run], key: str, values_fn=None) -> Group:
     first = runs[0]
     per_seed = [values_fn(r) if values_fn else r.metrics for r in runs]
-    costs = {c: float(np.mean([r.cost[c] for r in runs])) for c in COSTS
-             if all(c in r.cost for r in runs)}
     return Group(first.dataset, first.backbone, key, first.method, first.chash,
                  tuple(r.seed for r in runs),
                  {m: [v[m] for v in per_seed] for m in METRICS if all(m in v for v in per_seed)},
-                 costs)
+                 _costs(runs))
 
 
 def ensemble_group(runs: list[Run]) -> Group:
@@ -188,12 +196,10 @@ def ensemble_group(runs: list[Run]) -> Group:
         raise BenchError(f"a deep ensemble needs at least {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
                          f"got {len(runs)}")
     test = deep_ensemble([r.path for r in runs])["test"]
-    g = _group(runs, DENS)
-    g.values = {m: [test[m]] for m in METRICS if m in test}
-    g.cost = {c: float((np.mean if c in RATE_COSTS else np.sum)([r.cost[c] for r in runs]))
-              for c in COSTS if all(c in r.cost for r in runs)}
-    g.single, g.extra = True, {"members": len(runs)}
-    return g
+    first = runs[0]
+    return Group(first.dataset, first.backbone, DENS, first.method, first.chash,
+                 tuple(r.seed for r in runs), {m: [test[m]] for m in METRICS if m in test},
+                 _costs(runs, ensemble=True), single=True, extra={"members": len(runs)})
 
 
 def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
