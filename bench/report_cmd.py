@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import aggregate, latex, plots, stats, store, textables
+from . import aggregate, latex, stats, store, textables
 from .calibration import ensemble_probs
 from .derived import DENS, ENSEMBLE_OF, has_ensemble
 from .errors import BenchError
@@ -177,6 +177,8 @@ def reliability_panels(runs, seed=None, sections=None) -> list[tuple]:
 
 def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
                      sections=None) -> list[Path]:
+    from . import plots  # matplotlib: imported only when figures are drawn (bench CLI start-up)
+
     cells: dict = {}
     for r in runs:
         cells.setdefault((r.dataset, r.backbone), []).append(r)
@@ -193,6 +195,8 @@ def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
 
 
 def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[list], list[str]]:
+    from . import plots  # see make_reliability
+
     mains = [t for t in tables if t.kind == "main"]
     written, rows, notes = [], [], []
     for metric, higher in FRIEDMAN_METRICS:
