@@ -18,7 +18,8 @@ import numpy as np
 
 from . import store
 from .calibration import scaled_probs
-from .derived import deep_ensemble, temperature_scaled
+from .derived import (DENS, ENSEMBLE_OF, MIN_MEMBERS, deep_ensemble, has_ensemble,
+                      temperature_scaled_predictions)
 from .errors import BenchError
 from .metrics import all_metrics
 
@@ -169,42 +170,48 @@ def select_configs(runs: list[Run], config: str | None = None) -> tuple[list[Run
     return keep, notes
 
 
+def _costs(runs: list[Run], ensemble: bool = False) -> dict:
+    """Each cost every run has: the per-run mean, or for an ensemble the sum
+    over its members, except rates (see RATE_COSTS)."""
+    def reduce(c):
+        return np.sum if ensemble and c not in RATE_COSTS else np.mean
+
+    return {c: float(reduce(c)([r.cost[c] for r in runs])) for c in COSTS
+            if all(c in r.cost for r in runs)}
+
+
 def _group(runs: list[Run], key: str, values_fn=None) -> Group:
     first = runs[0]
     per_seed = [values_fn(r) if values_fn else r.metrics for r in runs]
-    costs = {c: float(np.mean([r.cost[c] for r in runs])) for c in COSTS
-             if all(c in r.cost for r in runs)}
     return Group(first.dataset, first.backbone, key, first.method, first.chash,
                  tuple(r.seed for r in runs),
                  {m: [v[m] for v in per_seed] for m in METRICS if all(m in v for v in per_seed)},
-                 costs)
+                 _costs(runs))
 
 
 def ensemble_group(runs: list[Run]) -> Group:
     """The paper's D-Ens: one number from the sl1h seeds' mean probabilities;
     its cost is that of all members together."""
-    if len(runs) < 2:
-        raise BenchError(f"a deep ensemble needs at least 2 sl1h seeds, got {len(runs)}")
+    if len(runs) < MIN_MEMBERS:
+        raise BenchError(f"a deep ensemble needs at least {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
+                         f"got {len(runs)}")
     test = deep_ensemble([r.path for r in runs])["test"]
-    g = _group(runs, "dens")
-    g.values = {m: [test[m]] for m in METRICS if m in test}
-    g.cost = {c: float((np.mean if c in RATE_COSTS else np.sum)([r.cost[c] for r in runs]))
-              for c in COSTS if all(c in r.cost for r in runs)}
-    g.single, g.extra = True, {"members": len(runs)}
-    return g
-
-
-def _logit_mean_metrics(run: Run) -> dict:
-    """The TS table's un-scaled row: head logits averaged, T = 1 (paper
-    appendix), so that its accuracy is exactly that of the +TS row."""
-    p = store.load_predictions(run.path)
-    return all_metrics(scaled_probs(p["test_logits"], 1.0), p["test_labels"])
+    first = runs[0]
+    return Group(first.dataset, first.backbone, DENS, first.method, first.chash,
+                 tuple(r.seed for r in runs), {m: [test[m]] for m in METRICS if m in test},
+                 _costs(runs, ensemble=True), single=True, extra={"members": len(runs)})
 
 
 def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
-    """(un-scaled, +TS) groups of one method's seeds, for the TS table."""
-    fitted = {r.seed: temperature_scaled(r.path) for r in runs}
-    base = _group(runs, f"{runs[0].method}@ts-base", _logit_mean_metrics)
+    """(un-scaled, +TS) groups of one method's seeds, for the TS table. The
+    un-scaled row averages head logits with T = 1 (paper appendix), so that
+    its accuracy is exactly that of the +TS row. Each record is read once."""
+    unscaled, fitted = {}, {}
+    for r in runs:
+        p = store.load_predictions(r.path)
+        unscaled[r.seed] = all_metrics(scaled_probs(p["test_logits"], 1.0), p["test_labels"])
+        fitted[r.seed] = temperature_scaled_predictions(p)
+    base = _group(runs, f"{runs[0].method}@ts-base", lambda r: unscaled[r.seed])
     scaled = _group(runs, f"{runs[0].method}+ts", lambda r: fitted[r.seed]["test"])
     scaled.extra = {"temperature": [fitted[r.seed]["temperature"] for r in runs]}
     return base, scaled
@@ -218,11 +225,11 @@ def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[
         cells[(r.dataset, r.backbone, r.method)].append(r)
     for (ds, bb, method), rs in cells.items():
         groups[(ds, bb, method)] = _group(rs, method)
-        if method == "sl1h":
-            if len(rs) >= 2:
-                groups[(ds, bb, "dens")] = ensemble_group(rs)
-            else:
-                notes.append(f"{ds}/{bb}: D-Ens needs >= 2 sl1h seeds, found {len(rs)}")
+        if has_ensemble(method, len(rs)):
+            groups[(ds, bb, DENS)] = ensemble_group(rs)
+        elif method == ENSEMBLE_OF:
+            notes.append(f"{ds}/{bb}: D-Ens needs >= {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
+                         f"found {len(rs)}")
         if with_ts:
             base, scaled = ts_groups(rs)
             groups[(ds, bb, base.key)], groups[(ds, bb, scaled.key)] = base, scaled
@@ -234,34 +241,36 @@ def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[
 # ---------------------------------------------------------------- CSV
 
 
+def write_csv(path: Path, header: list[str], rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
 def write_runs_csv(runs: list[Run], path: Path) -> Path:
     cols = ["dataset", "backbone", "method", "config_hash", "seed", "heads", *METRICS, *COSTS,
             "path"]
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in runs:
-            w.writerow([r.dataset, r.backbone, r.method, r.chash, r.seed, r.heads,
-                        *[r.metrics.get(m, "") for m in METRICS],
-                        *[r.cost.get(c, "") for c in COSTS], r.path])
-    return path
+    return write_csv(path, cols, ([r.dataset, r.backbone, r.method, r.chash, r.seed, r.heads,
+                                   *[r.metrics.get(m, "") for m in METRICS],
+                                   *[r.cost.get(c, "") for c in COSTS], r.path] for r in runs))
 
 
 def write_groups_csv(groups: dict, expected: dict, path: Path) -> Path:
     """Mean, population std and n/N per group (fractions, not x100)."""
     cols = ["dataset", "backbone", "row", "method", "config_hash", "n", "N", "seeds"]
     cols += [f"{m}_{s}" for m in METRICS for s in ("mean", "std")] + list(COSTS)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for (ds, bb, key), g in sorted(groups.items()):
-            row = [ds, bb, key, g.method, g.chash, g.n, len(expected.get(ds, ())),
-                   " ".join(map(str, g.seeds))]
-            for m in METRICS:
-                std = g.std(m) if m in g.values else None
-                row += [g.mean(m) if m in g.values else "", "" if std is None else std]
-            w.writerow(row + [g.cost.get(c, "") for c in COSTS])
-    return path
+    rows = []
+    for (ds, bb, key), g in sorted(groups.items()):
+        row = [ds, bb, key, g.method, g.chash, g.n, len(expected.get(ds, ())),
+               " ".join(map(str, g.seeds))]
+        for m in METRICS:
+            std = g.std(m) if m in g.values else None
+            row += [g.mean(m) if m in g.values else "", "" if std is None else std]
+        rows.append(row + [g.cost.get(c, "") for c in COSTS])
+    return write_csv(path, cols, rows)
 
 
 def expected_seeds(runs: list[Run], n_seeds: int | None = None) -> dict[str, tuple]:

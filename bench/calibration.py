@@ -12,8 +12,10 @@ from .metrics import head_probs, softmax
 
 
 def mean_head_logits(logits: np.ndarray) -> np.ndarray:
-    """[N, M, K] -> [N, K]: average logits over heads (paper appendix, for TS)."""
-    return np.asarray(logits, dtype=np.float64).mean(axis=1)
+    """[N, M, K] -> [N, K]: average logits over heads (paper appendix, for TS);
+    [N, K] logits are returned as they are (float64)."""
+    z = np.asarray(logits, dtype=np.float64)
+    return z.mean(axis=1) if z.ndim == 3 else z
 
 
 # log T is searched in [-10, 10] (T from 4.5e-5 to 22,026): the optimum can be
@@ -43,7 +45,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, max_iter: int = 200)
     """
     from scipy.optimize import minimize
 
-    z = mean_head_logits(logits) if np.ndim(logits) == 3 else np.asarray(logits, np.float64)
+    z = mean_head_logits(logits)
     y = np.asarray(labels, dtype=np.int64)
     res = minimize(_nll_and_grad, np.zeros(1), args=(z, y), jac=True, method="L-BFGS-B",
                    bounds=[LOG_T_BOUNDS], options={"maxiter": max_iter})
@@ -55,7 +57,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, max_iter: int = 200)
 
 def scaled_probs(logits: np.ndarray, temperature: float) -> np.ndarray:
     """Probabilities after temperature scaling (head logits averaged first)."""
-    z = mean_head_logits(logits) if np.ndim(logits) == 3 else np.asarray(logits, np.float64)
+    z = mean_head_logits(logits)
     return softmax(z / temperature, axis=-1)
 
 

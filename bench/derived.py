@@ -14,7 +14,11 @@ from .store import load_predictions
 
 def temperature_scaled(path: Path) -> dict:
     """One run record -> {"temperature", "val", "test"} metrics after TS."""
-    p = load_predictions(path)
+    return temperature_scaled_predictions(load_predictions(path))
+
+
+def temperature_scaled_predictions(p: dict) -> dict:
+    """Loaded predictions (store.load_predictions) -> as temperature_scaled."""
     t = fit_temperature(p["val_logits"], p["val_labels"])
     return {
         "temperature": t,
@@ -40,6 +44,12 @@ def deep_ensemble(paths: list[Path]) -> dict:
 # The deep ensemble is built from the seeds of this method (the paper's D-Ens).
 ENSEMBLE_OF = "sl1h"
 DENS = "dens"
+MIN_MEMBERS = 2  # one seed is no ensemble
+
+
+def has_ensemble(method: str, n_seeds: int) -> bool:
+    """Whether a group of seeds gets a D-Ens row (summary, tables, figures)."""
+    return method == ENSEMBLE_OF and n_seeds >= MIN_MEMBERS
 
 
 def derived_rows(method: str, paths: list[Path]) -> dict[str, list[dict]]:
@@ -53,7 +63,7 @@ def derived_rows(method: str, paths: list[Path]) -> dict[str, list[dict]]:
     """
     rows = {f"{method}+ts": [{**r["test"], "temperature": r["temperature"]}
                              for r in map(temperature_scaled, paths)]}
-    if method == ENSEMBLE_OF and len(paths) >= 2:  # one seed is no ensemble
+    if has_ensemble(method, len(paths)):
         ens = deep_ensemble(paths)
         rows[DENS] = [{**ens["test"], "members": ens["members"]}]
     return rows

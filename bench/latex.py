@@ -25,6 +25,11 @@ def tex_escape(text: str) -> str:
     return "".join(_ESCAPES.get(ch, ch) for ch in str(text))
 
 
+def block_heads(table: Table) -> list[str]:
+    """Column heads of one backbone block: the four metrics, then any costs."""
+    return list(HEADS) + (list(COST_HEADS) if table.cost else [])
+
+
 def fmt(x: float) -> str:
     return f"{x * 100:.2f}"
 
@@ -51,7 +56,7 @@ def rank_cell(cell) -> str:
 
 
 def row_cells(table: Table, row) -> list[str]:
-    width = len(HEADS) + (len(COST_HEADS) if table.cost else 0)
+    width = len(block_heads(table))
     out = [f"\\textbf{{{tex_escape('+TS' if row.ts else row.label)}}}"]
     for b in table.backbones:
         cell = table.cells.get((row.key, b))
@@ -66,12 +71,12 @@ def row_cells(table: Table, row) -> list[str]:
 
 
 def header(table: Table) -> list[str]:
-    width = len(HEADS) + (len(COST_HEADS) if table.cost else 0)
+    heads = block_heads(table)
+    width = len(heads)
     names = " & ".join(f"\\multicolumn{{{width}}}{{c}}{{\\textbf{{{tex_escape(backbone_name(b))}}}}}"
                        for b in table.backbones)
     rules = " ".join(f"\\cmidrule(lr){{{2 + i * width}-{1 + (i + 1) * width}}}"
                      for i in range(len(table.backbones)))
-    heads = list(HEADS) + (list(COST_HEADS) if table.cost else [])
     return [f"& {names} \\\\", rules, " & " + " & ".join(heads * len(table.backbones)) + " \\\\"]
 
 
@@ -82,7 +87,7 @@ def rule_between(table: Table, prev, row) -> str:
 
 
 def tabular(table: Table) -> str:
-    width = len(HEADS) + (len(COST_HEADS) if table.cost else 0)
+    width = len(block_heads(table))
     spec = "c " + " ".join("c" * width for _ in table.backbones)
     lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", *header(table),
              "\\midrule[1.15pt]" if table.kind == "ts" else "\\midrule"]

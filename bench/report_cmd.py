@@ -10,14 +10,14 @@ Everything is computed from saved records (no dataset, no GPU). Outputs:
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from . import aggregate, latex, plots, stats, store, textables
+from . import aggregate, latex, stats, store, textables
 from .calibration import ensemble_probs
+from .derived import DENS, ENSEMBLE_OF, has_ensemble
 from .errors import BenchError
 from .metrics import head_probs
 from .tables import (CAPTIONS, REFERENCE, backbone_name, build_table, dataset_name, method_name,
@@ -161,12 +161,13 @@ def reliability_panels(runs, seed=None, sections=None) -> list[tuple]:
     for r in runs:
         if seed is None or r.seed == seed:
             by_method.setdefault(r.method, []).append(_probs(r))
-    order = [m for sec in ordered_methods(set(by_method) | {"dens"}, sections) for m in sec]
+    order = [m for sec in ordered_methods(set(by_method) | {DENS}, sections) for m in sec]
+    members = by_method.get(ENSEMBLE_OF, [])
     panels = []
     for m in order:
-        if m == "dens" and seed is None and len(by_method.get("sl1h", [])) >= 2:
-            sl = by_method["sl1h"]
-            panels.append(("D-Ens", ensemble_probs([lg for lg, _ in sl]), sl[0][1]))
+        if m == DENS and seed is None and has_ensemble(ENSEMBLE_OF, len(members)):
+            panels.append((method_name(m), ensemble_probs([lg for lg, _ in members]),
+                           members[0][1]))
         elif m in by_method:
             items = by_method[m]
             panels.append((method_name(m), np.concatenate([head_probs(lg) for lg, _ in items]),
@@ -176,6 +177,8 @@ def reliability_panels(runs, seed=None, sections=None) -> list[tuple]:
 
 def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
                      sections=None) -> list[Path]:
+    from . import plots  # matplotlib: imported only when figures are drawn (bench CLI start-up)
+
     cells: dict = {}
     for r in runs:
         cells.setdefault((r.dataset, r.backbone), []).append(r)
@@ -192,6 +195,8 @@ def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
 
 
 def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[list], list[str]]:
+    from . import plots  # see make_reliability
+
     mains = [t for t in tables if t.kind == "main"]
     written, rows, notes = [], [], []
     for metric, higher in FRIEDMAN_METRICS:
@@ -222,15 +227,6 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
 # ---------------------------------------------------------------- command
 
 
-def _write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
-
-
 def report(args) -> int:
     from .report_md import report_markdown
 
@@ -247,11 +243,11 @@ def report(args) -> int:
     tables = make_tables(args, groups, expected, sig_marks, sig_name)
     written = [aggregate.write_runs_csv(runs, out / "runs.csv"),
                aggregate.write_groups_csv(groups, expected, out / "groups.csv"),
-               _write_csv(out / "failed_runs.csv",
+               aggregate.write_csv(out / "failed_runs.csv",
                           ["dataset", "backbone", "method", "seed", "reason", "last_step", "path"],
                           [[f[k] for k in ("dataset", "backbone", "method", "seed", "reason",
                                            "last_step", "path")] for f in failures]),
-               _write_csv(out / "stats" / "paired_tests.csv",
+               aggregate.write_csv(out / "stats" / "paired_tests.csv",
                           ["dataset", "backbone", "row", "metric", "test", "n", "statistic", "p",
                            "significant"], sig_rows)]
     written += write_tables(tables, out)
@@ -262,7 +258,7 @@ def report(args) -> int:
         cd_files, f_rows, f_notes = make_friedman(tables, out, args.alpha)
         figures += cd_files
         notes += f_notes
-        written.append(_write_csv(out / "stats" / "friedman.csv",
+        written.append(aggregate.write_csv(out / "stats" / "friedman.csv",
                                   ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"],
                                   f_rows))
     md = out / "report.md"

@@ -16,12 +16,21 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from .errors import choices_error
 
 WILCOXON_MIN_N = 6  # n = 6 is the first size where exact Wilcoxon can give p < 0.05
 TESTS = ("auto", "ttest", "wilcoxon")
+_NAMES = {"ttest": "paired t-test", "wilcoxon": "Wilcoxon signed-rank"}
+
+
+def _sps():
+    """scipy.stats, imported on first use: every `bench` command imports this
+    module (the report parser's --test choices), and scipy.stats takes about
+    a second to import."""
+    from scipy import stats
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -53,14 +62,11 @@ def paired_test(a, b, test: str = "auto") -> Paired | None:
     with warnings.catch_warnings():  # constant differences: scipy warns, p is still defined
         warnings.simplefilter("ignore", RuntimeWarning)
         if kind == "ttest":
-            res = sps.ttest_rel(a, b)
+            res = _sps().ttest_rel(a, b)
         else:
-            res = sps.wilcoxon(a, b, zero_method="wilcox", alternative="two-sided")
+            res = _sps().wilcoxon(a, b, zero_method="wilcox", alternative="two-sided")
     p = float(res.pvalue)
     return Paired(_NAMES[kind], len(a), float(res.statistic), 1.0 if math.isnan(p) else p)
-
-
-_NAMES = {"ttest": "paired t-test", "wilcoxon": "Wilcoxon signed-rank"}
 
 
 def paired_vs_reference(values: dict, seeds, ref_values: dict, ref_seeds,
@@ -97,12 +103,12 @@ class Friedman:
 def block_ranks(scores: np.ndarray, higher_is_better: bool) -> np.ndarray:
     """[blocks, methods] -> ranks within each block, ties averaged (Demšar)."""
     s = -scores if higher_is_better else scores
-    return np.vstack([sps.rankdata(row) for row in s])
+    return np.vstack([_sps().rankdata(row) for row in s])
 
 
 def nemenyi_q(k: int, alpha: float = 0.05) -> float:
     """q_alpha of the Nemenyi test: studentized range quantile / sqrt(2)."""
-    return float(sps.studentized_range.ppf(1 - alpha, k, np.inf) / math.sqrt(2))
+    return float(_sps().studentized_range.ppf(1 - alpha, k, np.inf) / math.sqrt(2))
 
 
 def nemenyi_cd(k: int, n_blocks: int, alpha: float = 0.05) -> float:
@@ -115,14 +121,15 @@ def friedman(scores: np.ndarray, methods, blocks, higher_is_better: bool,
     """scores: [blocks, methods], every method present in every block."""
     scores = np.asarray(scores, float)
     ranks = block_ranks(scores, higher_is_better)
-    stat, p = sps.friedmanchisquare(*scores.T)
+    stat, p = _sps().friedmanchisquare(*scores.T)
     return Friedman(tuple(methods), tuple(blocks), tuple(ranks.mean(axis=0)), float(stat),
                     float(p), nemenyi_cd(len(methods), len(blocks), alpha))
 
 
 def complete_blocks(table: dict, methods) -> tuple[list, list, np.ndarray]:
-    """table: {(block, method): score}. Keeps the methods present in every
-    block that has at least 3 of them; returns (methods, blocks, scores)."""
+    """table: {(block, method): score}. Keeps the methods (in the order
+    given) that have a score in every block; returns (methods, blocks,
+    scores [blocks, methods]). The caller checks there are enough of each."""
     blocks = sorted({b for b, _ in table})
     kept = [m for m in methods if all((b, m) in table for b in blocks)]
     scores = np.array([[table[(b, m)] for m in kept] for b in blocks], float)

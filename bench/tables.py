@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ranks import mean_ranks, rank_marks
+from .ranks import RANK_METRICS, mean_ranks, rank_marks
 
 METHOD_NAMES = {"sl1h": "SL1H", "ls": "LS", "mbls": "MbLS", "mixup": "MixUp", "dca": "DCA",
                 "focal": "FL", "adafocal": "FLSD", "flsd53": "FLSD",
@@ -160,14 +160,14 @@ def round_printed(x: float) -> float:
 def block_cells(rows, backbone, groups, dataset, expected, sig=None) -> dict:
     present = [r for r in rows if (dataset, backbone, r.key) in groups]
     gs = [groups[(dataset, backbone, r.key)] for r in present]
-    means = [{m: g.mean(m) for m in ("acc", "ece", "nll")} for g in gs]
-    ranks = mean_ranks([{m: round_printed(v) for m, v in d.items()} for d in means])
+    means = [{m: g.mean(m) for m in g.values} for g in gs]
+    ranks = mean_ranks([{m: round_printed(d[m]) for m, _ in RANK_METRICS} for d in means])
     marks = rank_marks(ranks)
     cells = {}
     for r, g, mean, rank, mark in zip(present, gs, means, ranks, marks):
         std = None if g.single else {m: g.std(m) for m in g.values}
         cells[(r.key, backbone)] = Cell(
-            {**mean, **{m: g.mean(m) for m in g.values}}, std, g.n, len(expected), rank, mark,
+            mean, std, g.n, len(expected), rank, mark,
             ditto_acc=r.ts, sig=(sig or {}).get((backbone, r.key), {}), cost=dict(g.cost),
             missing=tuple(s for s in expected if s not in g.seeds))
     return cells

@@ -11,6 +11,8 @@ from tabulate import tabulate
 from .tables import COST_HEADS, Table, backbone_name, cost_texts
 
 DITTO = '"'
+# Per backbone block; the first head is prefixed with the backbone's name.
+HEADS = ("ACC↑", "ECE↓", "Gap", "NLL↓", "Rank↓")
 
 
 def _value(cell, metric: str, with_std: bool) -> str:
@@ -36,14 +38,13 @@ def _rank(cell, markdown: bool) -> str:
 def headers(table: Table) -> list[str]:
     out = ["Method"]
     for b in table.backbones:
-        name = backbone_name(b)
-        out += [f"{name} ACC↑", "ECE↓", "Gap", "NLL↓", "Rank↓"]
+        out += [f"{backbone_name(b)} {HEADS[0]}", *HEADS[1:]]
         out += list(COST_HEADS) if table.cost else []
     return out
 
 
 def rows(table: Table, markdown: bool) -> list[list[str]]:
-    width = 5 + (len(COST_HEADS) if table.cost else 0)
+    width = len(HEADS) + (len(COST_HEADS) if table.cost else 0)
     std = table.kind == "std"
     out = []
     for row in table.rows:

@@ -4,6 +4,8 @@ import csv
 import math
 import shutil
 import statistics
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -138,3 +140,26 @@ def test_no_records_is_one_line_error(tmp_path, capsys):
     assert main(["report", "--results", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("bench: error: no finished run records") and "\n" not in err
+
+
+def test_one_sl1h_seed_gives_no_dens_row_but_a_note(tmp_path):
+    write_known(tmp_path)
+    runs = [r for r in aggregate.load_runs(tmp_path)
+            if not (r.backbone == "resnet50" and r.method == "sl1h" and r.seed > 0)]
+    groups, notes = aggregate.build_groups(runs, with_ts=False)
+    assert ("toy", "resnet50", "dens") not in groups
+    assert groups[("toy", "convnext_tiny", "dens")].seeds == (0, 1, 2)
+    assert notes == ["toy/resnet50: D-Ens needs >= 2 sl1h seeds, found 1"]
+    with pytest.raises(BenchError, match="at least 2 sl1h seeds, got 1"):
+        aggregate.ensemble_group([r for r in runs if r.method == "sl1h"][:1])
+
+
+def test_report_parser_imports_no_plotting_or_scipy_stats():
+    """Every `bench` command builds the report parser: matplotlib and
+    scipy.stats (~2 s together) must load only when a report needs them."""
+    code = ("import sys, argparse, bench.report_cmd as r\n"
+            "r.add_parser(argparse.ArgumentParser().add_subparsers())\n"
+            "print(' '.join(m for m in ('matplotlib', 'scipy.stats') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == ""
