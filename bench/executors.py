@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import runstate
 from .errors import BenchError
-from .fusegroups import FUSE_MODES, fuse_groups  # noqa: F401 - fuse_groups re-exported
+from .fusegroups import FUSE_MODES, fuse_groups
 from .registry import Registry
 
 EXECUTORS = Registry("executor")
@@ -62,8 +62,8 @@ def check_options(opts) -> None:
 
 
 def fuse_mode(opts) -> str | None:
-    """--fuse MODE; --fuse-seeds (or a hand-made namespace's fuse_seeds) is 'seeds'."""
-    return getattr(opts, "fuse", None) or ("seeds" if getattr(opts, "fuse_seeds", False) else None)
+    """--fuse MODE (--fuse-seeds stores 'seeds' in the same field)."""
+    return getattr(opts, "fuse", None)
 
 
 def _check_fuse(opts) -> None:
