@@ -12,7 +12,6 @@ import multiprocessing
 import os
 import queue
 import signal
-import time
 import uuid
 from pathlib import Path
 
@@ -220,8 +219,7 @@ def died(spec, reason: str, pid=None, job=None) -> dict:
     runstate.write_failure(spec.record, reason, last, log=str(runstate.log_path(spec.record)),
                            pid=pid)
     runstate.drop_lock_of(spec.record, pid=pid, job=job)  # stale now; a rerun needs no wait
-    with open(runstate.log_path(spec.record), "a") as f:
-        f.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] FAILED after step {last}: {reason}\n")
+    runstate.append_log(spec.record, f"FAILED after step {last}: {reason}")
     return {"label": spec.label, "record": str(spec.record), "status": "failed",
             "reason": reason, "last_step": last, "pid": pid,
             "log": str(runstate.log_path(spec.record))}

@@ -39,6 +39,15 @@ def log_path(record) -> Path:
     return side_file(record, "log")
 
 
+def append_log(record, text: str) -> None:
+    """Timestamped lines appended to the run's own log file."""
+    path = log_path(record)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    with open(path, "a") as f:
+        f.write("".join(f"[{stamp}] {line}\n" for line in text.rstrip().splitlines()))
+
+
 # ------------------------------------------------------------------- json --
 def read_json(path) -> dict | None:
     """A small json side file, or None if missing or half-written."""

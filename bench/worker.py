@@ -23,16 +23,13 @@ LOG_SECONDS = 30.0  # a "step i/n loss" line in the run's log at most this often
 
 
 class RunLog:
-    """Timestamped lines appended to the run's own log file."""
+    """log(text) appends timestamped lines to the run's own log file (.path)."""
 
     def __init__(self, record):
-        self.path = runstate.log_path(record)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.record, self.path = record, runstate.log_path(record)
 
     def __call__(self, text: str) -> None:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        with open(self.path, "a") as f:
-            f.write("".join(f"[{stamp}] {line}\n" for line in text.rstrip().splitlines()))
+        runstate.append_log(self.record, text)
 
 
 class CountingMethod:
