@@ -12,13 +12,12 @@ import multiprocessing
 import os
 import queue
 import signal
-import time
 import uuid
 from pathlib import Path
 
 from . import runstate
 from .errors import BenchError
-from .fusegroups import FUSE_MODES, fuse_groups  # noqa: F401 - fuse_groups re-exported
+from .fusegroups import FUSE_MODES, fuse_groups
 from .registry import Registry
 
 EXECUTORS = Registry("executor")
@@ -62,8 +61,8 @@ def check_options(opts) -> None:
 
 
 def fuse_mode(opts) -> str | None:
-    """--fuse MODE; --fuse-seeds (or a hand-made namespace's fuse_seeds) is 'seeds'."""
-    return getattr(opts, "fuse", None) or ("seeds" if getattr(opts, "fuse_seeds", False) else None)
+    """--fuse MODE (--fuse-seeds stores 'seeds' in the same field)."""
+    return getattr(opts, "fuse", None)
 
 
 def _check_fuse(opts) -> None:
@@ -220,8 +219,7 @@ def died(spec, reason: str, pid=None, job=None) -> dict:
     runstate.write_failure(spec.record, reason, last, log=str(runstate.log_path(spec.record)),
                            pid=pid)
     runstate.drop_lock_of(spec.record, pid=pid, job=job)  # stale now; a rerun needs no wait
-    with open(runstate.log_path(spec.record), "a") as f:
-        f.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] FAILED after step {last}: {reason}\n")
+    runstate.append_log(spec.record, f"FAILED after step {last}: {reason}")
     return {"label": spec.label, "record": str(spec.record), "status": "failed",
             "reason": reason, "last_step": last, "pid": pid,
             "log": str(runstate.log_path(spec.record))}

@@ -177,16 +177,12 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
                                 tuple(sorted(overrides.get(method.name, {}).items())), cfg, 0, "",
                                 str(results), data_root, device, force, options, weights)
                 exp, bundle = experiment_for(proto, method)
-                _check(method, bundle)
-                chash, experiments[exp.chash] = exp.chash, exp
-                specs += [dataclasses.replace(proto, seed=s, chash=chash) for s in seeds]
+                # Method/dataset mismatches (e.g. more heads than classes) stop
+                # the sweep before anything trains.
+                method.check(bundle.num_classes)
+                experiments[exp.chash] = exp
+                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash) for s in seeds]
     return specs, experiments
-
-
-def _check(method, bundle) -> None:
-    """Method/dataset mismatches (e.g. more heads than classes) stop the sweep
-    before anything trains."""
-    method.check(bundle.num_classes)
 
 
 # ------------------------------------------------------------------ status --

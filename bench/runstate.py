@@ -39,8 +39,18 @@ def log_path(record) -> Path:
     return side_file(record, "log")
 
 
+def append_log(record, text: str) -> None:
+    """Timestamped lines appended to the run's own log file."""
+    path = log_path(record)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    with open(path, "a") as f:
+        f.write("".join(f"[{stamp}] {line}\n" for line in text.rstrip().splitlines()))
+
+
 # ------------------------------------------------------------------- json --
-def _read(path: Path) -> dict | None:
+def read_json(path) -> dict | None:
+    """A small json side file, or None if missing or half-written."""
     try:
         with open(path) as f:
             return json.load(f)
@@ -109,7 +119,7 @@ def live_holder(record) -> str | None:
     path = lock_path(record)
     if not path.exists():
         return None
-    holder = _read(path)
+    holder = read_json(path)
     return describe(holder) if holder_alive(holder, path) else None
 
 
@@ -123,7 +133,7 @@ def acquire(record) -> str | None:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            holder = _read(path)
+            holder = read_json(path)
             if holder_alive(holder, path):
                 return describe(holder)
             _remove_stale(path, holder)
@@ -131,7 +141,7 @@ def acquire(record) -> str | None:
         with os.fdopen(fd, "w") as f:
             json.dump(me, f)
         return None
-    return describe(_read(path))
+    return describe(read_json(path))
 
 
 def _remove_stale(path: Path, seen: dict | None) -> None:
@@ -141,7 +151,7 @@ def _remove_stale(path: Path, seen: dict | None) -> None:
         os.rename(path, grave)
     except FileNotFoundError:
         return
-    if _read(grave) != seen and not path.exists():  # we grabbed a fresh lock: put it back
+    if read_json(grave) != seen and not path.exists():  # we grabbed a fresh lock: put it back
         os.rename(grave, path)
         return
     grave.unlink(missing_ok=True)
@@ -158,7 +168,7 @@ def slurm_job_id() -> str | None:
 def drop_lock_of(record, pid=None, job=None) -> None:
     """Remove the lock left by a process (or SLURM job) known to be dead."""
     path = lock_path(record)
-    holder = _read(path)
+    holder = read_json(path)
     if holder and ((pid is not None and holder.get("pid") == pid)
                    or (job is not None and holder.get("slurm_job") == job)):
         path.unlink(missing_ok=True)
@@ -166,7 +176,7 @@ def drop_lock_of(record, pid=None, job=None) -> None:
 
 def release(record) -> None:
     path = lock_path(record)
-    holder = _read(path)
+    holder = read_json(path)
     if holder and holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
         path.unlink(missing_ok=True)
 
@@ -181,13 +191,8 @@ def write_progress(record, step: int, total: int) -> None:
         pass
 
 
-def read_json(path) -> dict | None:
-    """A small json side file, or None if missing or half-written."""
-    return _read(Path(path))
-
-
 def read_progress(record) -> dict | None:
-    return _read(side_file(record, "progress.json"))
+    return read_json(side_file(record, "progress.json"))
 
 
 def clear_progress(record) -> None:
@@ -201,7 +206,7 @@ def write_failure(record, reason: str, last_step, **extra) -> None:
 
 
 def read_failure(record) -> dict | None:
-    return _read(side_file(record, "failed.json"))
+    return read_json(side_file(record, "failed.json"))
 
 
 def clear_failure(record) -> None:

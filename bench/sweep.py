@@ -14,16 +14,18 @@ STATUSES = ("done", "skipped", "busy", "failed")
 
 def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
     """Train what is missing; returns one outcome per spec, in completion order."""
-    outcomes = [{"label": s.label, "record": str(s.record), "status": "skipped"}
-                for s in specs if not s.force and store.is_complete(s.record)]
-    todo = [s for s in specs if s.force or not store.is_complete(s.record)]
-    counts = dict.fromkeys(STATUSES, 0)
-    counts["skipped"] = len(outcomes)
+    outcomes, todo = [], []
+    for s in specs:  # one look at each record: a run finishing meanwhile is counted once
+        if not s.force and store.is_complete(s.record):
+            outcomes.append({"label": s.label, "record": str(s.record), "status": "skipped"})
+        else:
+            todo.append(s)
     bar = tqdm(total=len(specs), initial=len(outcomes), desc="sweep", unit="run",
                disable=not progress, dynamic_ncols=True)
 
     def show() -> None:
-        left = len(specs) - sum(counts.values())
+        counts = count(outcomes)
+        left = len(specs) - len(outcomes)
         bar.set_postfix_str(f"done {counts['done']}, failed {counts['failed']}, "
                             f"skipped {counts['skipped']}, busy {counts['busy']}, left {left}",
                             refresh=False)
@@ -32,7 +34,6 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
 
     def on_outcome(outcome: dict) -> None:
         outcomes.append(outcome)
-        counts[outcome["status"]] += 1
         show()
         bar.update()
         if outcome["status"] == "failed":

@@ -23,16 +23,13 @@ LOG_SECONDS = 30.0  # a "step i/n loss" line in the run's log at most this often
 
 
 class RunLog:
-    """Timestamped lines appended to the run's own log file."""
+    """log(text) appends timestamped lines to the run's own log file (.path)."""
 
     def __init__(self, record):
-        self.path = runstate.log_path(record)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.record, self.path = record, runstate.log_path(record)
 
     def __call__(self, text: str) -> None:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        with open(self.path, "a") as f:
-            f.write("".join(f"[{stamp}] {line}\n" for line in text.rstrip().splitlines()))
+        runstate.append_log(self.record, text)
 
 
 class CountingMethod:
@@ -61,36 +58,38 @@ class CountingMethod:
 
 def execute(spec: RunSpec) -> dict:
     """Train `spec` unless done or held by a live process; returns an outcome dict."""
-    log, t0 = RunLog(spec.record), time.time()
-    out = {"label": spec.label, "record": str(spec.record), "pid": os.getpid(),
-           "host": socket.gethostname(), "start": t0, "log": str(log.path),
-           "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
-    if store.is_complete(spec.record) and not spec.force:
-        return {**out, "status": "skipped", "end": time.time()}
-    holder = runstate.acquire(spec.record)
-    if holder:
-        return {**out, "status": "busy", "reason": f"being trained by {holder}",
-                "end": time.time()}
-    runstate.clear_progress(spec.record)  # a killed attempt's step must not be reported
-    ctx: dict = {}
+    t0 = time.time()
+    outs, held = _claim([spec], t0)
+    out = outs[spec.label]
+    if not held:  # skipped or busy
+        return {**out, "end": time.time()}
+    log, ctx = RunLog(spec.record), {}
     try:
-        if store.is_complete(spec.record) and not spec.force:  # finished while we waited
-            return {**out, "status": "skipped", "end": time.time()}
         log(f"start {spec.label} pid {os.getpid()} on {out['host']}, "
             f"CUDA_VISIBLE_DEVICES={out['cuda_visible_devices']}")
         result = _train(spec, log, ctx)
-        runstate.clear_failure(spec.record)
-        runstate.clear_progress(spec.record)
-        log(f"done in {time.time() - t0:.1f} s: {result}")
+        _mark_done(spec, log, f"done in {time.time() - t0:.1f} s: {result}")
         return {**out, "status": "done", "end": time.time(), "steps": ctx["counter"].step}
     except Exception as err:  # noqa: BLE001 - every failure is recorded, then the sweep goes on
         reason, last = classify(err, spec), _last_step(err, ctx.get("counter"))
-        log(f"FAILED at step {last}: {reason}\n{traceback.format_exc()}")
-        runstate.write_failure(spec.record, reason, last, log=str(log.path), pid=os.getpid())
+        _mark_failed(spec, log, reason, last)
         return {**out, "status": "failed", "reason": reason, "last_step": last,
                 "end": time.time()}
     finally:
         runstate.release(spec.record)
+
+
+def _mark_done(spec: RunSpec, log: "RunLog", message: str) -> None:
+    """A complete record: an earlier attempt's failure and step are obsolete."""
+    runstate.clear_failure(spec.record)
+    runstate.clear_progress(spec.record)
+    log(message)
+
+
+def _mark_failed(spec: RunSpec, log: "RunLog", reason: str, last) -> None:
+    """The run's log gets the traceback; failed.json the one-line reason."""
+    log(f"FAILED at step {last}: {reason}\n{traceback.format_exc()}")
+    runstate.write_failure(spec.record, reason, last, log=str(log.path), pid=os.getpid())
 
 
 def _prepare(spec: RunSpec):
@@ -137,21 +136,18 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
         if held:
             result = _train_group(held, logs, step)
             for spec, log in zip(held, logs):
-                runstate.clear_failure(spec.record)
-                runstate.clear_progress(spec.record)
-                log(f"done in {time.time() - t0:.1f} s (fused): {result}")
+                _mark_done(spec, log, f"done in {time.time() - t0:.1f} s (fused): {result}")
                 outs[spec.label].update(status="done", steps=step["n"])
     except Exception as err:  # noqa: BLE001 - every member's failure is recorded
         reason = classify(err, held[0])
         last = _last_step(err, None) or step["n"]
         for spec, log in zip(held, logs):
             if _written_since(spec.record, t0):  # saved before a later member's save failed
-                runstate.clear_progress(spec.record)
-                log(f"done in {time.time() - t0:.1f} s (fused; the group then failed: {reason})")
+                _mark_done(spec, log, f"done in {time.time() - t0:.1f} s (fused; the group "
+                           f"then failed: {reason})")
                 outs[spec.label].update(status="done", steps=step["n"])
                 continue
-            log(f"FAILED at step {last}: {reason}\n{traceback.format_exc()}")
-            runstate.write_failure(spec.record, reason, last, log=str(log.path), pid=os.getpid())
+            _mark_failed(spec, log, reason, last)
             outs[spec.label].update(status="failed", reason=reason, last_step=last)
     finally:
         for spec in held:

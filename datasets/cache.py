@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -36,23 +37,36 @@ class BadImages(BenchError):
         super().__init__(f"{len(bad)} missing or unreadable image(s): {shown}{more}")
 
 
-def decode(path: str | Path, size: int) -> np.ndarray:
-    """Fully decode one image to uint8 [size, size, 3]; raises OSError/ValueError."""
+@contextmanager
+def _full_open(path: str | Path):
+    """The image, fully decoded: a truncated JPEG opens fine and fails only on load."""
     # A global LOAD_TRUNCATED_IMAGES=True set elsewhere would hide truncation.
     ImageFile.LOAD_TRUNCATED_IMAGES = False
     with Image.open(path) as img:
-        img.load()  # full decode: this is where a truncated JPEG fails
+        img.load()
+        yield img
+
+
+def decode(path: str | Path, size: int) -> np.ndarray:
+    """Fully decode one image to uint8 [size, size, 3]; raises OSError/ValueError."""
+    with _full_open(path) as img:
         rgb = img.convert("RGB")
     if rgb.size != (size, size):
         rgb = rgb.resize((size, size), RESAMPLE)
     return np.asarray(rgb, dtype=np.uint8)
 
 
-def _try_decode(path: str, size: int):
+def _check_decodes(path: str) -> None:
+    with _full_open(path):
+        pass
+
+
+def _attempt(fn, path: str):
+    """(fn(path), None), or (None, why) for a missing or undecodable file."""
     if not os.path.exists(path):
         return None, "missing"
     try:
-        return decode(path, size), None
+        return fn(path), None
     except (OSError, ValueError, SyntaxError) as err:  # PIL's decode errors
         return None, f"unreadable: {str(err).splitlines()[0][:80]}"
 
@@ -62,47 +76,32 @@ def _workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-def decode_all(paths: list[str], size: int, out: np.ndarray | None = None,
-               progress: bool = True, desc: str = "decode") -> tuple[np.ndarray | None, list]:
-    """Decode every path into `out` (allocated if None); returns (array, bad list).
-
-    Never stops at the first failure, so every bad file can be named."""
-    if out is None and size > 0:
-        out = np.empty((len(paths), size, size, 3), dtype=np.uint8)
-    bad: list[tuple[str, str]] = []
+def _each(fn, paths: list[str], progress: bool, desc: str):
+    """(index, value, why) per path, in order, fn run on a thread pool. Never
+    stops at the first failure, so every bad file can be named."""
     with ThreadPoolExecutor(_workers()) as pool:
-        results = pool.map(lambda p: _try_decode(p, size), paths)
-        for i, (img, why) in enumerate(tqdm(results, total=len(paths), desc=desc, unit="img",
-                                            disable=not progress, leave=False)):
-            if why is not None:
-                bad.append((paths[i], why))
-            elif out is not None:
-                out[i] = img
-    return out, bad
+        results = pool.map(lambda p: _attempt(fn, p), paths)
+        for i, (value, why) in enumerate(tqdm(results, total=len(paths), desc=desc, unit="img",
+                                              disable=not progress, leave=False)):
+            yield i, value, why
+
+
+def decode_all(paths: list[str], size: int, out: np.ndarray, progress: bool = True,
+               desc: str = "decode") -> list[tuple[str, str]]:
+    """Decode every path into `out` [N, size, size, 3]; returns the (path, reason) bad list."""
+    bad: list[tuple[str, str]] = []
+    for i, img, why in _each(lambda p: decode(p, size), paths, progress, desc):
+        if why is not None:
+            bad.append((paths[i], why))
+        else:
+            out[i] = img
+    return bad
 
 
 def verify(paths: list[str], progress: bool = True) -> list[tuple[str, str]]:
     """(path, reason) for every missing or undecodable file (full decode, no resize)."""
-    bad: list[tuple[str, str]] = []
-    with ThreadPoolExecutor(_workers()) as pool:
-        results = pool.map(_verify_one, paths)
-        for path, why in tqdm(zip(paths, results), total=len(paths), desc="check", unit="img",
-                              disable=not progress, leave=False):
-            if why is not None:
-                bad.append((path, why))
-    return bad
-
-
-def _verify_one(path: str):
-    if not os.path.exists(path):
-        return "missing"
-    try:
-        ImageFile.LOAD_TRUNCATED_IMAGES = False
-        with Image.open(path) as img:
-            img.load()
-    except (OSError, ValueError, SyntaxError) as err:
-        return f"unreadable: {str(err).splitlines()[0][:80]}"
-    return None
+    return [(paths[i], why) for i, _, why in _each(_check_decodes, paths, progress, "check")
+            if why is not None]
 
 
 def cache_key(paths: list[str], size: int) -> str:
@@ -145,7 +144,7 @@ def cached_images(paths: list[str], size: int, cache_dir: Path, progress: bool =
     arr = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8,
                                     shape=(len(paths), size, size, 3))
     try:
-        _, bad = decode_all(paths, size, out=arr, progress=progress, desc=desc)
+        bad = decode_all(paths, size, arr, progress=progress, desc=desc)
         arr.flush()
         del arr
         if bad:

@@ -18,8 +18,8 @@ import numpy as np
 from bench.errors import BenchError
 
 from .base import DATASETS
-from .filelist import (FileIndex, check_options, default_root, file_index, label_ids,
-                       read_csv_rows, require_dir, stratified_holdout, to_bundle)
+from .filelist import (FileIndex, carve_val, check_options, default_root, file_index,
+                       label_ids, read_csv_rows, require_dir, to_bundle)
 
 CLASSES = ["normal", "serrated", "adenocarcinoma", "adenoma"]  # label 0..3 as in the json
 # Official per-class counts (dataset README) and the paper's split sizes.
@@ -74,15 +74,12 @@ def index(data_root=None, **options) -> FileIndex:
     else:
         test = read_json_list(root, "test.json")
     if options.get("train_csv"):
-        train, val = (read_split_csv(root, options[k]) for k in ("train_csv", "val_csv"))
+        splits = {k: read_split_csv(root, options[f"{k}_csv"]) for k in ("train", "val")}
         how = "user csv"
     else:
-        paths, labels = read_json_list(root, "train.json")
-        keep, out = map(np.sort, stratified_holdout(labels, len(labels) // 5))
-        train = ([paths[i] for i in keep], labels[keep])
-        val = ([paths[i] for i in out], labels[out])
+        splits = carve_val({"train": read_json_list(root, "train.json")})
         how = "stratified N//5 of train.json, random_state 0"
-    splits = {"train": train, "val": val, "test": test}
+    splits["test"] = test
     return FileIndex(
         name="chaoyang", root=root, classes=CLASSES,
         paths={k: v[0] for k, v in splits.items()}, labels={k: v[1] for k, v in splits.items()},

@@ -21,8 +21,8 @@ import numpy as np
 from bench.errors import BenchError
 
 from .base import DATASETS, SPLITS
-from .filelist import (FileIndex, check_options, file_index, label_ids, list_images, paper_split,
-                       read_csv_rows, require_dir, stratified_holdout, to_bundle)
+from .filelist import (FileIndex, carve_val, check_options, file_index, label_ids, list_images,
+                       paper_split, read_csv_rows, require_dir, to_bundle)
 
 CSV_OPTIONS = {
     "train": "training CSV (required)", "val": "validation CSV (default: N//5 of train)",
@@ -30,17 +30,6 @@ CSV_OPTIONS = {
     "label_col": "label column (default label)", "cache": "cache folder",
 }
 FOLDER_OPTIONS = {"cache": "cache folder"}
-
-
-def carve_val(splits: dict) -> dict:
-    """Fill a missing validation split with a stratified N//5 of train."""
-    if "val" in splits:
-        return splits
-    paths, labels = splits["train"]
-    keep, out = map(np.sort, stratified_holdout(labels, len(labels) // 5))
-    splits["train"] = ([paths[i] for i in keep], labels[keep])
-    splits["val"] = ([paths[i] for i in out], labels[out])
-    return splits
 
 
 def class_names(raw_labels: list[str]) -> list[str]:

@@ -86,6 +86,17 @@ def stratified_holdout(labels: np.ndarray, n_out: int, seed: int = SPLIT_SEED):
     return keep, out
 
 
+def carve_val(splits: dict) -> dict:
+    """Fill a missing validation split with a stratified N//5 of train."""
+    if "val" in splits:
+        return splits
+    paths, labels = splits["train"]
+    keep, out = map(np.sort, stratified_holdout(labels, len(labels) // 5))
+    splits["train"] = ([paths[i] for i in keep], labels[keep])
+    splits["val"] = ([paths[i] for i in out], labels[out])
+    return splits
+
+
 def paper_split(labels: np.ndarray) -> dict[str, np.ndarray]:
     """The paper's Kvasir procedure: test = stratified N//5 of all, then
     val = a stratified N//5 (N = all images) taken from the rest, train = what

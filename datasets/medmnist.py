@@ -127,7 +127,8 @@ def load_medmnist(flag: str, data_root=None, image_size: int = 0, download: bool
     size = image_size or 28
     path = locate(flag, data_root, file_size(size), download, options.get("file"))
     splits = read_npz(path, flag)
-    classes = [info(flag)["label"][str(i)] for i in range(len(info(flag)["label"]))]
+    names = info(flag)["label"]  # {"0": name, ...}
+    classes = [names[str(i)] for i in range(len(names))]
     return DatasetBundle(
         name=flag, classes=classes,
         default_backbone="resnet50",

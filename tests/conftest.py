@@ -7,15 +7,6 @@ import torch
 # Tests run on CPU with few threads, as CI does.
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-TINY = ["--profile", "quick", "--set", "cycles=1", "--set", "epochs_per_cycle=1",
-        "--set", "image_size=16", "--no-progress"]
-
-
-@pytest.fixture
-def tiny_args():
-    return list(TINY)
-
-
 @pytest.fixture(scope="module")
 def one_thread():
     """One torch thread for modules that time or fuse small models: on a shared

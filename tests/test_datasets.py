@@ -262,7 +262,7 @@ def test_data_check_counts_against_published(tmp_path, capsys):
     assert "smooth muscle" in out
 
 
-def test_cache_reused_and_rebuilt_when_inputs_change(tmp_path):
+def test_cache_reused_and_rebuilt_when_inputs_change(tmp_path, monkeypatch):
     paths = []
     for i in range(6):
         write_jpeg(tmp_path / f"{i}.jpg", i)
@@ -274,6 +274,9 @@ def test_cache_reused_and_rebuilt_when_inputs_change(tmp_path):
     key = cache_key(paths, 12)
     assert (cache / f"{key}.npy").exists()
     assert cache_key(paths, 12) == key and cache_key(paths, 16) != key
+    with monkeypatch.context() as m:  # reuse: the second load decodes nothing
+        m.setattr("bench.datasets.cache.decode", lambda *a: pytest.fail("decoded again"))
+        np.testing.assert_array_equal(cached_images(paths, 12, cache, progress=False), first)
     write_jpeg(tmp_path / "3.jpg", 0, size=24)  # changed file: new size/mtime
     assert cache_key(paths, 12) != key
     second = cached_images(paths, 12, cache, progress=False)

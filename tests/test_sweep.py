@@ -174,6 +174,26 @@ def test_out_of_memory_is_a_failure_that_keeps_the_batch_size(tmp_path, monkeypa
     assert not runstate.lock_path(spec.record).exists()
 
 
+
+def test_execute_reports_a_held_run_busy_and_a_finished_one_skipped(tmp_path, monkeypatch):
+    import bench.runner
+    from bench.worker import execute
+
+    monkeypatch.setattr(bench.runner, "run_seed", lambda *a, **k: pytest.fail("trained"))
+    spec = specs_for(run_args(tmp_path, "--seeds", "1"))[0]
+    assert runstate.acquire(spec.record) is None  # this live process holds the run
+    try:
+        out = execute(spec)
+    finally:
+        runstate.release(spec.record)
+    assert out["status"] == "busy" and out["reason"] == f"being trained by pid {os.getpid()} " \
+        f"on {out['host']}" and out["end"] >= out["start"]
+    assert runstate.read_failure(spec.record) is None
+    store.write_record(spec.record, {}, {}, {})  # complete: metrics.json says done
+    out = execute(spec)
+    assert out["status"] == "skipped" and "reason" not in out
+    assert not runstate.lock_path(spec.record).exists()
+
 # ----------------------------------------------------------------- resume --
 def test_sigkilled_sweep_reruns_only_missing_runs(tmp_path, capsys):
     argv = ["run", "--dataset", "digits", "--backbone", "smallcnn", "--results", str(tmp_path),
