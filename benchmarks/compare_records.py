@@ -8,7 +8,7 @@ the largest test-logit difference, and says which runs exist in only one.
 On a GPU the two differ by floating-point reassociation (grouped versus plain
 convolutions, cuDNN's algorithm choice), so this reports; it does not judge.
 Exit code 1 when a run is missing from either folder or the folders are empty.
-Reads records through bench.store: `bench` must be importable (installed, or
+Reads records through bench.core.store: `bench` must be importable (installed, or
 PYTHONPATH=<folder holding bench/>, as gpu_check.sh sets it).
 """
 from __future__ import annotations
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import store
+from bench.core import store
 
 
 def records(root: Path) -> dict:
-    """Complete records (as bench.store finds them) by path relative to root."""
+    """Complete records (as bench.core.store finds them) by path relative to root."""
     return {p.relative_to(root): p for p in store.iter_records(root)}
 
 

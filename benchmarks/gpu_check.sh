@@ -4,16 +4,16 @@
 #
 #     bash benchmarks/gpu_check.sh            # writes to $OUT, else ./gpu_out
 #
-# 1. python -m bench.syncs: host-device synchronisations per training step of
+# 1. python -m bench.speed.syncs: host-device synchronisations per training step of
 #    every method, single and fused (expected 0; docs/speed.md).
-# 2. python -m bench.gpuplan: the harness's step on synthetic data of the
+# 2. python -m bench.speed.gpuplan: the harness's step on synthetic data of the
 #    paper's shapes, headline first (PathMNIST ResNet50 4HML alone and as a
 #    5-seed group, bf16 and fp32), projected to run / group / grid wall time.
-# 3. python -m bench.sidebyside: 1, 2, 3 processes training the headline fused
+# 3. python -m bench.speed.sidebyside: 1, 2, 3 processes training the headline fused
 #    group at once on the GPU (`bench run --jobs-per-gpu K`): images/s of all.
 # 4. bench run end to end on the GPU (the real CLI, worker processes, records):
 #    5 methods x 1 seed on digits, fused by method and unfused, compared run by run.
-# 5-6. python -m bench.perf at 28 px, ResNet50, 4 heads: harness vs reference
+# 5-6. python -m bench.speed.perf at 28 px, ResNet50, 4 heads: harness vs reference
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
 # Every step runs under `timeout`, so a hang cannot eat the budget; at most
@@ -40,16 +40,16 @@ fi
 PY="$(command -v "$PY")"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
-SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.syncs
+SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.speed.syncs
 GPLAN_BUDGET="${GPLAN_BUDGET:-150}"
-SBS_LIMIT="${SBS_LIMIT:-75}"        # hard limit for bench.sidebyside (all K)
-SBS_ARGS="${SBS_ARGS:-}"            # extra bench.sidebyside flags (CPU dry run: a small backbone) # seconds for bench.gpuplan's own budget
+SBS_LIMIT="${SBS_LIMIT:-75}"        # hard limit for bench.speed.sidebyside (all K)
+SBS_ARGS="${SBS_ARGS:-}"            # extra bench.speed.sidebyside flags (CPU dry run: a small backbone) # seconds for bench.speed.gpuplan's own budget
 E2E_LIMIT="${E2E_LIMIT:-75}"        # hard limit for both end-to-end sweeps together
 E2E_ARGS="${E2E_ARGS:-}"            # extra `bench run` flags (CPU dry run: a small backbone)
-PERF_LIMIT="${PERF_LIMIT:-70}"     # hard limit per bench.perf run (it prints at the end)
+PERF_LIMIT="${PERF_LIMIT:-70}"     # hard limit per bench.speed.perf run (it prints at the end)
 PERF_STEPS="${PERF_STEPS:-100}"
 PERF_REPEATS="${PERF_REPEATS:-2}"
-SYNC_ARGS="${SYNC_ARGS:-}"          # extra bench.syncs flags (CPU dry run: a small backbone)
+SYNC_ARGS="${SYNC_ARGS:-}"          # extra bench.speed.syncs flags (CPU dry run: a small backbone)
 GPLAN_ARGS="${GPLAN_ARGS:-}"        # extra gpuplan flags (CPU dry run: tiny settings)
 PERF_ARGS="${PERF_ARGS:-}"
 export PYTHONUNBUFFERED=1
@@ -75,24 +75,24 @@ cd "$RUN_DIR" || exit 1
 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
 } 2>&1 | tee "$OUT_DIR/env.txt"
 
-echo "== 1/6 bench.syncs (limit ${SYNC_LIMIT}s)"
+echo "== 1/6 bench.speed.syncs (limit ${SYNC_LIMIT}s)"
 # shellcheck disable=SC2086
-timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.syncs --device "$DEVICE" --steps 3 $SYNC_ARGS \
+timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.speed.syncs --device "$DEVICE" --steps 3 $SYNC_ARGS \
     2>&1 | tee "$OUT_DIR/syncs.log"
 echo "syncs exit: ${PIPESTATUS[0]}"
 
-echo "== 2/6 bench.gpuplan (budget ${GPLAN_BUDGET}s)"
+echo "== 2/6 bench.speed.gpuplan (budget ${GPLAN_BUDGET}s)"
 # shellcheck disable=SC2086
 # +45 s: imports and CUDA start-up come before gpuplan's clock, and a job checks
 # the clock between steps (a first 224 px step with cuDNN's search can run long)
-timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.gpuplan --device "$DEVICE" \
+timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.speed.gpuplan --device "$DEVICE" \
     --budget-s "$GPLAN_BUDGET" --out "$OUT_DIR/gpuplan.json" $GPLAN_ARGS \
     2>&1 | tee "$OUT_DIR/gpuplan.log"
 echo "gpuplan exit: ${PIPESTATUS[0]}"
 
-echo "== 3/6 bench.sidebyside (limit ${SBS_LIMIT}s)"
+echo "== 3/6 bench.speed.sidebyside (limit ${SBS_LIMIT}s)"
 # shellcheck disable=SC2086
-timeout -k 5 "$SBS_LIMIT" "$PY" -m bench.sidebyside --device "$DEVICE" --processes 1,2,3 \
+timeout -k 5 "$SBS_LIMIT" "$PY" -m bench.speed.sidebyside --device "$DEVICE" --processes 1,2,3 \
     --steps 30 --warmup 5 --timeout-s 40 --out "$OUT_DIR/sidebyside.json" $SBS_ARGS \
     2>&1 | tee "$OUT_DIR/sidebyside.log"
 echo "sidebyside exit: ${PIPESTATUS[0]}"
@@ -101,8 +101,8 @@ echo "== 4/6 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}
 E2E=(run --method sl1h,mixup,dca,2hml,4hml --dataset digits --backbone resnet18 --seeds 1
      --profile quick --set cycles=1 --set epochs_per_cycle=2 --device "$DEVICE" --no-progress)
 # shellcheck disable=SC2086
-timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli "${@:3}" --results "$1/e2e/fused" --fuse methods &&
-    "$0" -m bench.cli "${@:3}" --results "$1/e2e/single" &&
+timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli.main "${@:3}" --results "$1/e2e/fused" --fuse methods &&
+    "$0" -m bench.cli.main "${@:3}" --results "$1/e2e/single" &&
     PYTHONPATH="$PWD" "$0" "$2/benchmarks/compare_records.py" "$1/e2e/single" "$1/e2e/fused"' \
     "$PY" "$OUT_DIR" "$REPO" "${E2E[@]}" $E2E_ARGS 2>&1 | tee "$OUT_DIR/e2e.log"
 echo "e2e exit: ${PIPESTATUS[0]}"
@@ -110,15 +110,15 @@ find "$OUT_DIR/e2e" -name predictions.npz -delete 2>/dev/null  # keep what comes
 
 PERF=(--device "$DEVICE" --backbone resnet50 --heads 4 --size 28 --steps "$PERF_STEPS"
       --repeats "$PERF_REPEATS" --eval-images 2048 --fused-seeds 5 --ref-workers 4)
-echo "== 5/6 bench.perf fp32 (limit ${PERF_LIMIT}s)"
+echo "== 5/6 bench.speed.perf fp32 (limit ${PERF_LIMIT}s)"
 # shellcheck disable=SC2086
-timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.perf "${PERF[@]}" $PERF_ARGS \
+timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" $PERF_ARGS \
     2>&1 | tee "$OUT_DIR/perf_fp32.log"
 echo "perf fp32 exit: ${PIPESTATUS[0]}"
 
-echo "== 6/6 bench.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
+echo "== 6/6 bench.speed.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
 # shellcheck disable=SC2086
-timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.perf "${PERF[@]}" --set bf16=true \
+timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" --set bf16=true \
     --set channels_last=true $PERF_ARGS 2>&1 | tee "$OUT_DIR/perf_bf16.log"
 echo "perf bf16 exit: ${PIPESTATUS[0]}"
 

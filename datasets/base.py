@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.errors import BenchError
-from bench.registry import Registry
+from bench.core.errors import BenchError
+from bench.core.registry import Registry
 
 DATASETS = Registry("dataset")
 

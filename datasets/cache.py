@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image, ImageFile
 from tqdm import tqdm
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 CACHE_VERSION = 1  # bump when decoding/resizing changes, so old caches are ignored
 CACHE_DIRNAME = ".bench-cache"

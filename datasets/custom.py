@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 from .base import DATASETS, SPLITS
 from .filelist import (FileIndex, carve_val, check_options, file_index, label_ids, list_images,

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from bench.errors import BenchError, choices_error
+from bench.core.errors import BenchError, choices_error
 
 from .base import SPLITS, DatasetBundle, Split
 from .cache import BadImages, cached_images, default_cache_dir

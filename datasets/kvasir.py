@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 from .base import DATASETS
 from .filelist import (FileIndex, check_options, default_root, file_index, label_ids,

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 from .base import DATASETS, SPLITS, DatasetBundle, Split
 from .filelist import check_options, default_root

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from bench.config import apply_overrides
-from bench.registry import Registry
+from bench.core.config import apply_overrides
+from bench.core.registry import Registry
 
 METHODS = Registry("method")
 

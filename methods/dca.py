@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch.nn.functional as F
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 from .base import METHODS, Method
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 from .base import METHODS, Method
 

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bench.errors import BenchError, choices_error
-from bench.transfer import h2d
+from bench.core.errors import BenchError, choices_error
+from bench.core.transfer import h2d
 
 from .base import METHODS, Method
 

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bench.errors import BenchError
-from bench.transfer import h2d
+from bench.core.errors import BenchError
+from bench.core.transfer import h2d
 
 from .base import METHODS, Method
 

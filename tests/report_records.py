@@ -1,4 +1,4 @@
-"""Run records with known metric values, written with bench.store, for the
+"""Run records with known metric values, written with bench.core.store, for the
 report tests (no training). Values are percentages per seed; metrics.json
 stores fractions, as the trainer does."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import store
+from bench.core import store
 
 K = 4  # classes
 N_TEST, N_VAL = 40, 40

@@ -5,10 +5,10 @@ import subprocess
 import sys
 import time
 
-from bench import store
-from bench.cli import build_parser
-from bench.commands import resolve_run
-from bench.grid import build_specs
+from bench.core import store
+from bench.cli.main import build_parser
+from bench.cli.commands import resolve_run
+from bench.sweep.grid import build_specs
 
 TINY = ["--set", "cycles=1", "--set", "epochs_per_cycle=1", "--set", "image_size=16",
         "--set", "batch_size=64"]  # 17 steps a run
@@ -28,7 +28,7 @@ def specs_for(args):
 
 
 def bench_cmd(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "bench.cli", *argv]
+    return [sys.executable, "-m", "bench.cli.main", *argv]
 
 
 def popen_bench(*argv: str, **kw) -> subprocess.Popen:

@@ -4,8 +4,8 @@ import torch
 from scipy.stats import chi2_contingency
 from torchvision.transforms.v2 import TrivialAugmentWide
 
-from bench import augment as A
-from bench.errors import BenchError
+from bench.train import augment as A
+from bench.core.errors import BenchError
 
 TV = TrivialAugmentWide()
 

@@ -7,11 +7,11 @@ import timm
 import torch
 from safetensors.torch import save_file
 
-from bench import store
-from bench.backbones import MultiHeadNet, build_model, create_backbone, fit_size
-from bench.cli import main
-from bench.errors import BenchError
-from bench.weights import resolve_weights
+from bench.core import store
+from bench.train.backbones import MultiHeadNet, build_model, create_backbone, fit_size
+from bench.cli.main import main
+from bench.core.errors import BenchError
+from bench.train.weights import resolve_weights
 
 K = 5
 
@@ -141,10 +141,10 @@ def test_pretrained_without_cache_is_one_line(tmp_path, monkeypatch, capsys):
 def test_weights_recorded_in_config_and_hash(tmp_path):
     import dataclasses
 
-    from bench.config import PROFILES
+    from bench.core.config import PROFILES
     from bench.datasets import load_dataset
     from bench.methods import create_method
-    from bench.runner import make_experiment
+    from bench.train.experiment import make_experiment
 
     write_npz(tmp_path / "pathmnist.npz", counts=(9, 9, 9))
     weights = tmp_path / "w.safetensors"

@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from bench.calibration import ensemble_probs, fit_temperature, scaled_probs
-from bench.derived import deep_ensemble, derived_rows, temperature_scaled
-from bench.errors import BenchError
-from bench.metrics import all_metrics, head_probs, nll, softmax
-from bench.store import write_record
-from bench.summary import summary_rows, summary_table
+from bench.core.calibration import ensemble_probs, fit_temperature, scaled_probs
+from bench.report.derived import deep_ensemble, derived_rows, temperature_scaled
+from bench.core.errors import BenchError
+from bench.core.metrics import all_metrics, head_probs, nll, softmax
+from bench.core.store import write_record
+from bench.report.summary import summary_rows, summary_table
 
 
 def synthetic(t_star, n=20000, k=10, seed=0, heads=None):

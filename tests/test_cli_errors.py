@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from bench.cli import main
+from bench.cli.main import main
 
 CASES = [
     (["--method", "nope"], "unknown method 'nope'; choose from: sl1h"),
@@ -32,7 +32,7 @@ def test_bad_run_input_is_one_line(argv, message, capsys, tmp_path):
 
 
 def test_console_script_exit_code(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--method", "nope"],
+    out = subprocess.run([sys.executable, "-m", "bench.cli.main", "run", "--method", "nope"],
                          capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 2 and out.stderr.count("\n") == 1
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import store
+from bench.core import store
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_records.py"
 
@@ -26,7 +26,7 @@ def test_shared_runs_are_compared_and_one_sided_runs_fail(tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     _record(a, "sl1h", [[[0.0, 1.0]]], 0.75)
     _record(b, "sl1h", [[[0.0, 1.25]]], 0.5)
-    # a record still being written (bench.store's hidden sibling) is not a run
+    # a record still being written (bench.core.store's hidden sibling) is not a run
     tmp = store.record_dir(a, "digits", "smallcnn", "sl1h", "abc", 0).parent / ".seed1.tmp-1"
     tmp.mkdir()
     (tmp / "metrics.json").write_text('{"test": {}}')

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bench import store
-from bench.cli import main
+from bench.core import store
+from bench.cli.main import main
 from bench.datasets import load_dataset
 from bench.datasets.cache import cache_key, cached_images
 from bench.datasets.filelist import paper_split
@@ -126,8 +126,8 @@ def test_medmnist_missing_file_names_path_and_url(tmp_path, capsys):
 
 
 def test_convnext_rounds_pathmnist_to_32(tmp_path):
-    from bench.errors import BenchError
-    from bench.grid import bundle_for
+    from bench.core.errors import BenchError
+    from bench.sweep.grid import bundle_for
 
     write_npz(tmp_path / "pathmnist.npz", counts=(9, 9, 9))
     opts = (("download", False), ("progress", False))

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from bench import runstate, store
-from bench.cli import main
-from bench.errors import BenchError
-from bench.executors import check_options, local_slots, visible_gpus
-from bench.sweep import run_sweep
+from bench.sweep import runstate
+from bench.core import store
+from bench.cli.main import main
+from bench.core.errors import BenchError
+from bench.sweep.executors import check_options, local_slots, visible_gpus
+from bench.sweep.run import run_sweep
 from sweeputil import TINY, complete, run_args, specs_for
 
 

@@ -8,13 +8,14 @@ import shutil
 import numpy as np
 import pytest
 
-from bench import runstate, store
-from bench.cli import build_parser, main
-from bench.config import PROFILES
-from bench.errors import BenchError
-from bench.fusegroups import fuse_groups, run_members
+from bench.sweep import runstate
+from bench.core import store
+from bench.cli.main import build_parser, main
+from bench.core.config import PROFILES
+from bench.core.errors import BenchError
+from bench.train.groups import fuse_groups, run_members
 from bench.methods import create_method
-from bench.runner import make_experiment, run_seed
+from bench.train.experiment import make_experiment, run_seed
 from sweeputil import specs_for
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -121,7 +122,7 @@ def test_other_backbones_or_train_configs_never_share_a_group(tmp_path):
 
 
 def test_local_executor_starts_one_process_per_capped_group(tmp_path, monkeypatch):
-    from bench import executors
+    from bench.sweep import executors
 
     args = build_parser().parse_args(["run", "--dataset", "digits", "--results", str(tmp_path),
                                       *TINY, "--backbone", "smallcnn", "--method",
@@ -154,7 +155,7 @@ def _logits(path):
 
 def _alone(spec, root) -> object:
     """The unfused sweep's run (worker._train calls run_seed), in this process."""
-    from bench.grid import experiment_for
+    from bench.sweep.grid import experiment_for
 
     method = create_method(spec.method, dict(spec.method_overrides))
     exp, bundle = experiment_for(spec, method)
@@ -226,10 +227,10 @@ def test_a_group_failing_while_saving_keeps_the_members_it_saved(tmp_path, monke
     """Members are saved one after another: if the second save fails (a full
     disk), the first member's record is complete and is reported done, not
     failed; only the unsaved member gets a failure file."""
-    import bench.runner
-    from bench.worker import execute_group
+    import bench.train.experiment
+    from bench.sweep.worker import execute_group
 
-    real, calls = bench.runner.save_run, []
+    real, calls = bench.train.experiment.save_run, []
 
     def save_then_fail(*a, **k):
         calls.append(1)
@@ -237,7 +238,7 @@ def test_a_group_failing_while_saving_keeps_the_members_it_saved(tmp_path, monke
             raise OSError("[Errno 28] No space left on device")
         return real(*a, **k)
 
-    monkeypatch.setattr(bench.runner, "save_run", save_then_fail)
+    monkeypatch.setattr(bench.train.experiment, "save_run", save_then_fail)
     specs = _specs(tmp_path, *SWEEP, "--seeds", "1")
     out = execute_group(specs)
     assert [o["status"] for o in out] == ["done", "failed"]

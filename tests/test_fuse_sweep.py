@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench import runstate, store
-from bench.cli import main
-from bench.executors import fuse_groups
+from bench.sweep import runstate
+from bench.core import store
+from bench.cli.main import main
+from bench.sweep.executors import fuse_groups
 from sweeputil import specs_for
 
 # The settings of the issue, plus a large batch so a run is a few steps. 12 px,
@@ -24,7 +25,7 @@ def _argv(results, *extra):
 
 
 def _specs(results, *extra):
-    from bench.cli import build_parser
+    from bench.cli.main import build_parser
 
     return specs_for(build_parser().parse_args(_argv(results, *extra)))
 
@@ -108,8 +109,8 @@ def test_killed_group_fails_each_unfinished_seed_with_its_last_step(tmp_path):
     import signal
     import threading
 
-    from bench.cli import build_parser
-    from bench.sweep import run_sweep
+    from bench.cli.main import build_parser
+    from bench.sweep.run import run_sweep
     from sweeputil import wait_for
 
     args = build_parser().parse_args(_argv(tmp_path, "--seeds", "2", "--fuse-seeds",

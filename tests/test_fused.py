@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from bench.backbones import build_model
-from bench.config import PROFILES
-from bench.fused import FusedModel, train_fused
+from bench.train.backbones import build_model
+from bench.core.config import PROFILES
+from bench.train.fused import FusedModel, train_fused
 from bench.methods import create_method
-from bench.trainer import NonFiniteLoss, train
+from bench.train.loop import NonFiniteLoss, train
 
 SEEDS = [0, 1, 2]
 
@@ -67,9 +67,9 @@ def test_fused_divergence_names_the_step(tiny):
 
 
 def test_run_fused_writes_the_records_run_seed_writes(tiny, tmp_path):
-    from bench import store
-    from bench.fused import run_fused
-    from bench.runner import make_experiment, run_seed
+    from bench.core import store
+    from bench.train.fused import run_fused
+    from bench.train.experiment import make_experiment, run_seed
 
     method = _method()
     exp = make_experiment(tiny, "smallcnn", method, _cfg(cycles=1))
@@ -87,8 +87,8 @@ def test_run_fused_writes_the_records_run_seed_writes(tiny, tmp_path):
 def test_fused_evaluation_shares_eval_batch_size_between_members(monkeypatch):
     """A group of S evaluates eval_batch_size // S images per member per call
     (the memory of one run's evaluation), with each member's own logits."""
-    from bench.fused import predict_fused
-    from bench.trainer import predict_logits
+    from bench.train.fused import predict_fused
+    from bench.train.loop import predict_logits
 
     models = [_model_from_seed(s) for s in SEEDS]
     images = torch.randint(0, 256, (20, 3, 12, 12), dtype=torch.uint8)

@@ -1,4 +1,4 @@
-"""bench.gpuplan: projection arithmetic by hand, FLOP counting, peaks, budget
+"""bench.speed.gpuplan: projection arithmetic by hand, FLOP counting, peaks, budget
 skipping, the JSON round trip and one-line errors. Tiny CPU runs only."""
 import json
 import math
@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from bench import gpuplan as G
-from bench import projection as P
-from bench import steptime
+from bench.speed import gpuplan as G
+from bench.speed import projection as P
+from bench.speed import steptime
 from bench.methods import create_method
 
 TINY = dict(device="cpu", datasets=("pathmnist",), backbones=("smallcnn",), heads=(4,),

@@ -10,9 +10,9 @@ import pytest
 from report_records import DENS, KNOWN, write_known
 from sklearn.metrics import log_loss
 
-from bench import store
-from bench.cli import main
-from bench.derived import temperature_scaled
+from bench.core import store
+from bench.cli.main import main
+from bench.report.derived import temperature_scaled
 
 BACKBONES = ("resnet50", "convnext_tiny")  # the paper's column order
 ROWS = ("sl1h", "ls", "dens", "2hml", "4hml")
@@ -98,7 +98,7 @@ def _ece(probs, labels):
 
 
 def _ts_expected(root, backbone, method):
-    """(base, +TS) means over seeds, x100, computed without bench.metrics."""
+    """(base, +TS) means over seeds, x100, computed without bench.core.metrics."""
     base, scaled = [], []
     for path in sorted((root / "toy" / backbone / method / "abc123").glob("seed*")):
         p = store.load_predictions(path)
@@ -173,8 +173,9 @@ def test_wrappers_compile_with_pdflatex(report, tmp_path):
 
 
 def test_order_sections_and_caption_are_configurable(report):
-    from bench import aggregate, latex
-    from bench.tables import build_table
+    from bench.report import aggregate
+    from bench.report import latex
+    from bench.report.tables import build_table
 
     runs = aggregate.load_runs(report[0])
     groups, _ = aggregate.build_groups(runs, with_ts=False)
@@ -188,8 +189,9 @@ def test_order_sections_and_caption_are_configurable(report):
 
 
 def test_a_backbone_without_runs_shows_dashes_and_a_footnote(report):
-    from bench import aggregate, latex
-    from bench.tables import build_table
+    from bench.report import aggregate
+    from bench.report import latex
+    from bench.report.tables import build_table
 
     runs = [r for r in aggregate.load_runs(report[0])
             if (r.backbone, r.method) != ("convnext_tiny", "4hml")]

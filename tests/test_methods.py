@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.methods import METHODS, create_method, training_methods
 from bench.methods.dca import dca_penalty
 from bench.methods.mixup import draw_lambda
@@ -177,7 +177,7 @@ def test_bad_hyper_parameters_are_one_line_errors(name, key, value):
 
 # ------------------------------------------------------------ registry --
 def test_training_methods_paper_order_and_listed():
-    from bench.commands import list_registries
+    from bench.cli.commands import list_registries
 
     names = training_methods()
     assert names[:8] == ["sl1h", "ls", "mbls", "mixup", "dca", "2hsl", "2hml", "4hml"]
@@ -203,9 +203,9 @@ def tiny_digits():
 @pytest.mark.parametrize("name", METHODS.names() + ["3hml", "3hsl"])
 def test_every_method_trains_one_epoch(name, tiny_digits, tmp_path):
     """Real runner + trainer, 1 cycle of 1 epoch; finite [N, M, K] logits recorded."""
-    from bench.config import TrainConfig
-    from bench.runner import make_experiment, run_seed
-    from bench.store import load_predictions, read_json
+    from bench.core.config import TrainConfig
+    from bench.train.experiment import make_experiment, run_seed
+    from bench.core.store import load_predictions, read_json
 
     method = create_method(name)
     cfg = TrainConfig(cycles=1, epochs_per_cycle=1, batch_size=8)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from sklearn.metrics import log_loss, roc_auc_score
 
-from bench import metrics as M
+from bench.core import metrics as M
 
 
 def random_probs(n=500, k=6, seed=0, sharp=3.0):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.methods import create_method
 from bench.methods.mhml import class_weights, mean_prob_ce, weighted_head_ce
 
@@ -148,7 +148,7 @@ def test_more_heads_than_classes_is_one_line_error():
 
 
 def test_cli_rejects_16hml_on_digits_before_training(tmp_path, capsys):
-    from bench.cli import main
+    from bench.cli.main import main
 
     rc = main(["run", "--method", "sl1h,16hml", "--dataset", "digits", "--seeds", "1",
                "--results", str(tmp_path), "--no-progress"])
@@ -160,8 +160,8 @@ def test_cli_rejects_16hml_on_digits_before_training(tmp_path, capsys):
 def test_mh_loss_recorded_in_run_config_and_hash():
     from types import SimpleNamespace
 
-    from bench.config import TrainConfig
-    from bench.runner import make_experiment
+    from bench.core.config import TrainConfig
+    from bench.train.experiment import make_experiment
 
     bundle = SimpleNamespace(name="digits", image_size=32, identity={})
     exps = {v: make_experiment(bundle, "smallcnn", create_method("4hml", {"mh_loss": v}),

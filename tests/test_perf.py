@@ -1,4 +1,4 @@
-"""bench.perf smoke run (no timing assertions) and the trainer's speed switches."""
+"""bench.speed.perf smoke run (no timing assertions) and the trainer's speed switches."""
 import dataclasses
 import re
 
@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from bench import perf
-from bench.backbones import build_model
-from bench.config import PROFILES, TrainConfig, config_hash, result_fields
-from bench.errors import BenchError
+from bench.speed import perf
+from bench.train.backbones import build_model
+from bench.core.config import PROFILES, TrainConfig, config_hash, result_fields
+from bench.core.errors import BenchError
 from bench.methods import create_method
-from bench.trainer import train
+from bench.train.loop import train
 
 TINY = ["--backbone", "smallcnn", "--size", "12", "--steps", "2", "--repeats", "1",
         "--eval-images", "16", "--threads", "1"]
@@ -102,7 +102,7 @@ def test_unknown_augment_mode_is_a_one_line_error(tiny):
 def test_compile_uses_the_configured_mode_and_rejects_unknown_ones(monkeypatch):
     """compile=true hands compile_mode to torch.compile (reduce-overhead = CUDA
     graphs on a GPU); a mode torch does not know is a one-line error."""
-    from bench.trainer import prepare_model
+    from bench.train.loop import prepare_model
 
     seen = []
     monkeypatch.setattr(torch, "compile", lambda m, mode: seen.append(mode) or ("compiled", m))

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 from report_records import N_TEST, write_known
 
-from bench import aggregate, plots
-from bench.cli import main
-from bench.report_cmd import reliability_panels
+from bench.report import aggregate
+from bench.report import plots
+from bench.cli.main import main
+from bench.cli.report import reliability_panels
 
 
 def test_reliability_data_hand_example():

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from bench import store
-from bench.cli import main
+from bench.core import store
+from bench.cli.main import main
 
 TINY = ["--profile", "quick", "--set", "cycles=1", "--set", "image_size=16", "--no-progress"]
 
@@ -94,7 +94,7 @@ def test_hidden_partial_record_is_not_complete(tmp_path):
 
 
 def test_sigkill_mid_run_then_rerun_trains_only_missing(tmp_path):
-    args = [sys.executable, "-m", "bench.cli", "run", "--seeds", "3", "--results",
+    args = [sys.executable, "-m", "bench.cli.main", "run", "--seeds", "3", "--results",
             str(tmp_path), *TINY, "--set", "epochs_per_cycle=3", "--set", "image_size=8"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 600

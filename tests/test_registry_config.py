@@ -3,9 +3,9 @@ import dataclasses
 
 import pytest
 
-from bench.config import PROFILES, TrainConfig, apply_overrides, config_hash, parse_set, result_fields
-from bench.errors import BenchError
-from bench.registry import Registry
+from bench.core.config import PROFILES, TrainConfig, apply_overrides, config_hash, parse_set, result_fields
+from bench.core.errors import BenchError
+from bench.core.registry import Registry
 
 
 def test_registry_registers_and_rejects_duplicates():

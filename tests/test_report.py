@@ -12,9 +12,10 @@ import pytest
 from report_records import KNOWN, write_failures, write_known
 from scipy import stats as sps
 
-from bench import aggregate, stats
-from bench.cli import main
-from bench.errors import BenchError
+from bench.report import aggregate
+from bench.report import stats
+from bench.cli.main import main
+from bench.core.errors import BenchError
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +158,7 @@ def test_one_sl1h_seed_gives_no_dens_row_but_a_note(tmp_path):
 def test_report_parser_imports_no_plotting_or_scipy_stats():
     """Every `bench` command builds the report parser: matplotlib and
     scipy.stats (~2 s together) must load only when a report needs them."""
-    code = ("import sys, argparse, bench.report_cmd as r\n"
+    code = ("import sys, argparse, bench.cli.report as r\n"
             "r.add_parser(argparse.ArgumentParser().add_subparsers())\n"
             "print(' '.join(m for m in ('matplotlib', 'scipy.stats') if m in sys.modules))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

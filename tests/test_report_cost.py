@@ -8,7 +8,7 @@ import statistics
 import pytest
 from report_records import IMAGES_PER_S, KNOWN, write_known
 
-from bench.cli import main
+from bench.cli.main import main
 
 HEAD = "Train (img/s)"
 

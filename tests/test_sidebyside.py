@@ -1,10 +1,10 @@
-"""bench.sidebyside: K processes time the same gpuplan job at once (CPU here)."""
+"""bench.speed.sidebyside: K processes time the same gpuplan job at once (CPU here)."""
 import dataclasses
 
 import pytest
 
-from bench import sidebyside as S
-from bench.errors import BenchError
+from bench.speed import sidebyside as S
+from bench.core.errors import BenchError
 
 
 def _job(members=2):

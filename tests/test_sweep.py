@@ -10,11 +10,12 @@ import threading
 import numpy as np
 import pytest
 
-from bench import runstate, store
-from bench.cli import main
-from bench.errors import BenchError
-from bench.grid import expand_names, parse_seeds
-from bench.sweep import exit_code, run_sweep, summary_text
+from bench.sweep import runstate
+from bench.core import store
+from bench.cli.main import main
+from bench.core.errors import BenchError
+from bench.sweep.grid import expand_names, parse_seeds
+from bench.sweep.run import exit_code, run_sweep, summary_text
 from sweeputil import TINY, complete, popen_bench, run_args, specs_for, wait_for
 
 
@@ -153,8 +154,8 @@ def test_cli_exits_nonzero_on_nan(tmp_path, capsys):
 def test_out_of_memory_is_a_failure_that_keeps_the_batch_size(tmp_path, monkeypatch):
     import torch
 
-    import bench.runner
-    from bench.worker import execute
+    import bench.train.experiment
+    from bench.sweep.worker import execute
 
     calls = []
 
@@ -164,7 +165,7 @@ def test_out_of_memory_is_a_failure_that_keeps_the_batch_size(tmp_path, monkeypa
             method.loss(torch.zeros(2, 1, 10, requires_grad=True), torch.tensor([0, 1]))
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(bench.runner, "run_seed", oom_after_3_steps)
+    monkeypatch.setattr(bench.train.experiment, "run_seed", oom_after_3_steps)
     spec = specs_for(run_args(tmp_path, "--seeds", "1"))[0]
     out = execute(spec)
     assert len(calls) == 1  # tried once, never again with a smaller batch
@@ -176,10 +177,10 @@ def test_out_of_memory_is_a_failure_that_keeps_the_batch_size(tmp_path, monkeypa
 
 
 def test_execute_reports_a_held_run_busy_and_a_finished_one_skipped(tmp_path, monkeypatch):
-    import bench.runner
-    from bench.worker import execute
+    import bench.train.experiment
+    from bench.sweep.worker import execute
 
-    monkeypatch.setattr(bench.runner, "run_seed", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr(bench.train.experiment, "run_seed", lambda *a, **k: pytest.fail("trained"))
     spec = specs_for(run_args(tmp_path, "--seeds", "1"))[0]
     assert runstate.acquire(spec.record) is None  # this live process holds the run
     try:

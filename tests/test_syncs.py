@@ -1,9 +1,9 @@
-"""bench.syncs runs every method's real step (single and fused) on the CPU;
+"""bench.speed.syncs runs every method's real step (single and fused) on the CPU;
 the counts themselves need CUDA."""
 import pytest
 import torch
 
-from bench import syncs
+from bench.speed import syncs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -15,10 +15,10 @@ def test_every_path_steps_and_reports_no_count_on_cpu():
 
 
 def test_the_counted_steps_are_the_harness_steps(monkeypatch):
-    """Every counted step goes through bench.trainer.train_step (one run) or
-    bench.fused.fused_step (a pair: both members' batches), warm-up included,
+    """Every counted step goes through bench.train.loop.train_step (one run) or
+    bench.train.fused.fused_step (a pair: both members' batches), warm-up included,
     and moves the weights."""
-    from bench import steptime
+    from bench.speed import steptime
 
     calls = {"single": [], "fused": []}
     real_single, real_fused = steptime.train_step, steptime.fused_step

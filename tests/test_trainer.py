@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from bench.backbones import build_model
-from bench.config import PROFILES
+from bench.train.backbones import build_model
+from bench.core.config import PROFILES
 from bench.methods import create_method
-from bench.trainer import NonFiniteLoss, cosine_lr, epoch_batches, steps_per_epoch, train
+from bench.train.loop import NonFiniteLoss, cosine_lr, epoch_batches, steps_per_epoch, train
 
 
 def test_cosine_lr_matches_torch_warm_restarts():
@@ -65,7 +65,7 @@ def test_divergence_is_a_clear_error(tiny_digits):
 def test_best_cycle_checkpoint_is_the_one_tested(tiny_digits, monkeypatch):
     """Scripted AUCs make cycle 1 the best of 2: the returned logits must come
     from cycle 1's weights, not the last ones."""
-    import bench.trainer as trainer
+    import bench.train.loop as trainer
 
     seen, scripted = [], iter([0.9, 0.5])
 
@@ -79,7 +79,7 @@ def test_best_cycle_checkpoint_is_the_one_tested(tiny_digits, monkeypatch):
     model, _ = build_model("smallcnn", tiny_digits.image_size, 1, tiny_digits.num_classes)
     res = train(model, create_method("sl1h"), cfg, tiny_digits, 0, progress=False)
     assert res.best_cycle == 1 and res.cycle_val_auc == [0.9, 0.5]
-    from bench.metrics import head_probs
+    from bench.core.metrics import head_probs
 
     np.testing.assert_allclose(head_probs(res.val_logits), seen[0], rtol=1e-5, atol=1e-6)
     assert not np.allclose(seen[0], seen[1])  # the cycles really differ

@@ -1,0 +1,124 @@
+"""`bench list` and `bench run`."""
+from __future__ import annotations
+
+import dataclasses
+
+from tabulate import tabulate
+
+from bench.train.backbones import BACKBONES
+from bench.core.config import PROFILES, TrainConfig, apply_overrides, field_types, get_profile, parse_set
+from bench.cli.data import add_data_options
+from bench.core.errors import choices_error
+from bench.sweep.executors import add_options as add_executor_options
+from bench.sweep.executors import check_options
+from bench.sweep.grid import build_specs, dry_run_table, expand_names, load_options, parse_seeds
+from bench.report.summary import summary_table
+
+
+def add_parser(sub) -> None:
+    sub.add_parser("list", help="list registered methods, datasets, backbones, profiles"
+                   ).set_defaults(func=lambda args: print(list_registries()) or 0)
+    p = sub.add_parser("run", help="train a grid of methods x datasets x backbones x seeds")
+    p.add_argument("--method", default="sl1h", help="method name(s), comma separated, 'paper' (the paper's 8 trained "
+                   "methods) or 'all' (also the extra baselines)")
+    p.add_argument("--dataset", default="digits", help="dataset name(s), comma separated, or all")
+    p.add_argument("--backbone", default=None,
+                   help="backbone name(s), comma separated, or all (default: the dataset's)")
+    p.add_argument("--seeds", default="5", help="N (seeds 0..N-1), A-B, or a comma list")
+    p.add_argument("--profile", default="paper", help="paper | quick")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a training or method hyper-parameter (repeatable)")
+    p.add_argument("--results", default="results", help="run-record root")
+    p.add_argument("--data-root", default=None, help="where dataset files live")
+    add_data_options(p)  # --data-opt KEY=VALUE, --download
+    p.add_argument("--pretrained", action="store_true",
+                   help="ImageNet weights from the local timm/Hugging Face cache")
+    p.add_argument("--weights", default=None, metavar="PATH",
+                   help="initial backbone weights (.safetensors or torch state dict)")
+    p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if present)")
+    p.add_argument("--force", action="store_true", help="retrain finished seeds")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list the runs and which are done, then exit")
+    add_executor_options(p)
+    p.set_defaults(func=run)
+
+
+def registries():
+    from bench.datasets import DATASETS
+    from bench.methods import METHODS
+
+    return {"methods": METHODS, "datasets": DATASETS, "backbones": BACKBONES}
+
+
+def list_registries() -> str:
+    blocks = []
+    for title, reg in registries().items():
+        rows = list(reg.describe())
+        blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
+    profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
+    blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))
+    return "\n\n".join(blocks)
+
+
+def _profile_text(cfg: TrainConfig) -> str:
+    return (f"{cfg.cycles} cycles x {cfg.epochs_per_cycle} epochs, SGD lr {cfg.lr}, "
+            f"momentum {cfg.momentum}, batch {cfg.batch_size}")
+
+
+def resolve_run(args):
+    """Validate every name and override before any data is loaded."""
+    from bench.datasets import DATASETS
+    from bench.methods import (METHODS, PAPER_METHODS, create_method, method_params,
+                               training_methods)
+
+    seeds = parse_seeds(args.seeds)
+    base = get_profile(args.profile)
+    datasets = expand_names(args.dataset, DATASETS.names(), "dataset", DATASETS)
+    backbones = None
+    if args.backbone is not None:
+        backbones = expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES)
+    names = expand_names(args.method, training_methods(), "method", METHODS,
+                         aliases={"paper": list(PAPER_METHODS)})
+    raw = parse_set(args.overrides)
+    owned = {name: field_types(method_params(name)) for name in names}
+    train_keys = field_types(base)
+    valid = set(train_keys).union(*owned.values())
+    for key in raw:
+        if key not in valid:
+            raise choices_error("--set key", key, sorted(valid))
+    cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
+    from bench.train.loop import check_config  # torch: imported only when running
+
+    check_config(cfg)  # a bad choice fails here, not once per run
+    per_method = {n: {k: v for k, v in raw.items() if k in owned[n]} for n in names}
+    methods = [create_method(n, per_method[n]) for n in names]
+    return seeds, methods, cfg, datasets, backbones, per_method
+
+
+def run(args) -> int:
+    from bench.sweep.run import exit_code, run_sweep, summary_text
+
+    check_options(args)
+    seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
+    if args.pretrained or args.weights:
+        cfg = dataclasses.replace(cfg, pretrained=True)
+    specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
+                                     args.results, args.data_root, args.device, args.force,
+                                     load_options(args), getattr(args, "weights", None))
+    if args.dry_run:
+        print(dry_run_table(specs))
+        return 0
+    outcomes = run_sweep(specs, args, progress=not args.no_progress)
+    complete = {o["record"] for o in outcomes if o["status"] in ("done", "skipped")}
+    for dataset in datasets:
+        groups = [(experiments[s.chash], s.record) for s in specs
+                  if s.dataset == dataset and str(s.record) in complete]
+        if groups:
+            if len(datasets) > 1:
+                print(f"\n{dataset}:")
+            print(summary_table(groups))
+    print(summary_text(outcomes))
+    print(f"records in {args.results}/; per-run logs in <record>/../_sweep/seed<k>.log")
+    return exit_code(outcomes)
+

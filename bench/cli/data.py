@@ -1,0 +1,120 @@
+"""`bench data check`, and the data options shared with `bench run`.
+
+`bench data check --dataset NAME [--data-root DIR] [--data-opt k=v]` prints
+per-split, per-class counts next to the published totals and names every
+missing or unreadable image by path (each file is fully decoded, because a
+truncated JPEG opens fine and fails only on decode). Exit status 1 when any
+file is bad.
+"""
+from __future__ import annotations
+
+
+from tabulate import tabulate
+
+from bench.core.config import parse_set
+
+
+def add_data_options(p) -> None:
+    """Options every data-reading command takes (--data-root is added by the caller)."""
+    p.add_argument("--data-opt", dest="data_opts", action="append", default=[],
+                   metavar="KEY=VALUE", help="adapter option, e.g. train_csv=split.csv "
+                   "(repeatable; `bench data check` lists them on a bad key)")
+    p.add_argument("--download", action="store_true",
+                   help="fetch missing MedMNIST files / pretrained weights when online")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("data", help="inspect datasets")
+    dsub = p.add_subparsers(dest="data_command", required=True)
+    c = dsub.add_parser("check", help="per-class counts; name every missing/unreadable image")
+    c.add_argument("--dataset", required=True)
+    c.add_argument("--data-root", default=None, help="where the dataset's files live")
+    add_data_options(c)
+    c.add_argument("--no-progress", action="store_true")
+    c.set_defaults(func=check)
+
+
+def parse_data_opts(items) -> dict[str, str]:
+    return parse_set(items, flag="--data-opt")
+
+
+def load_kwargs(args) -> dict:
+    return {"download": getattr(args, "download", False),
+            "progress": not getattr(args, "no_progress", False),
+            **parse_data_opts(getattr(args, "data_opts", []))}
+
+
+# ------------------------------------------------------------------ check --
+def check(args) -> int:
+    from bench.datasets import DATASETS, FILE_INDEXES
+    from bench.datasets.cache import verify
+
+    DATASETS.get(args.dataset)
+    opts = parse_data_opts(args.data_opts)
+    if args.dataset in FILE_INDEXES:
+        opts.pop("cache", None)
+        index = FILE_INDEXES[args.dataset](args.data_root, **opts)
+        classes, labels, published = index.classes, index.labels, index.published
+        by_class = index.published_classes
+        paths = [p for s in ("train", "val", "test") for p in index.paths[s]]
+        bad = verify(paths, progress=not args.no_progress)
+    else:
+        bundle = DATASETS.get(args.dataset)(
+            data_root=args.data_root, image_size=0, **load_kwargs(args))
+        classes = bundle.classes
+        labels = {s: bundle.split(s).labels for s in ("train", "val", "test")}
+        published, bad, by_class = published_counts(args.dataset), [], {}
+    print(count_table(classes, labels, published))
+    if by_class:
+        print(class_table(classes, labels, by_class))
+    if bad:
+        for path, why in bad:
+            kind, _, detail = why.partition(": ")
+            print(f"{kind.upper()}: {path}" + (f" ({detail})" if detail else ""))
+        n_missing = sum(why == "missing" for _, why in bad)
+        print(f"{len(bad)} bad image(s): {n_missing} missing, {len(bad) - n_missing} unreadable")
+        return 1
+    print(f"{args.dataset}: all {sum(len(v) for v in labels.values())} images present"
+          + (" and decodable" if args.dataset in FILE_INDEXES else ""))
+    return 0
+
+
+def published_counts(name: str) -> dict[str, int]:
+    from bench.datasets import medmnist
+
+    if name in medmnist.FLAGS:
+        return medmnist.published_counts(name)
+    return {}
+
+
+def class_table(classes, labels: dict, published: dict) -> str:
+    """Per-class counts of split groups ('train+val') next to the published ones."""
+    import numpy as np
+
+    rows = []
+    for group, pub in published.items():
+        ys = np.concatenate([labels[s] for s in group.split("+")])
+        counts = np.bincount(ys, minlength=len(classes))
+        rows += [[group, name, int(c), p, "ok" if c == p else f"differs ({int(c) - p:+d})"]
+                 for name, c, p in zip(classes, counts, pub)]
+    return tabulate(rows, headers=["splits", "class", "found", "published", ""])
+
+
+def count_table(classes, labels: dict, published: dict) -> str:
+    """Rows = classes, columns = splits, plus total and published-total rows."""
+    import numpy as np
+
+    splits = ("train", "val", "test")
+    counts = {s: np.bincount(labels[s], minlength=len(classes)) for s in splits}
+    rows = [[k, name, *(int(counts[s][k]) for s in splits), int(sum(counts[s][k] for s in splits))]
+            for k, name in enumerate(classes)]
+    totals = [int(counts[s].sum()) for s in splits]
+    rows.append(["", "total", *totals, sum(totals)])
+    if published:
+        pub = [published.get(s, "") for s in splits]
+        pub_sum = sum(p for p in pub if p != "")
+        rows.append(["", "published", *pub, pub_sum])
+        diff = ["ok" if p == t else f"differs ({t - p:+d})" for p, t in zip(pub, totals)
+                if p != ""]
+        rows.append(["", "vs published", *diff, ""])
+    return tabulate(rows, headers=["id", "class", *splits, "all"], tablefmt="simple")

@@ -1,0 +1,43 @@
+"""`bench` command line.
+
+Each subcommand lives in its own module exposing `add_parser(sub)` (which
+sets `func` on its parser) — adding a command is one line in SUBCOMMANDS.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from bench.core.errors import BenchError
+
+SUBCOMMANDS = (
+    "bench.cli.commands",  # list, run
+    "bench.cli.data",  # data check
+    "bench.cli.report",  # report
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bench", description="Reproduce and extend Multi-Head Multi-Loss Model Calibration.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in SUBCOMMANDS:
+        importlib.import_module(module).add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BenchError as err:
+        print(f"bench: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("bench: interrupted; finished seeds are saved, rerun to continue", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

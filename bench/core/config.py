@@ -1,0 +1,130 @@
+"""Hyper-parameters: frozen dataclasses with the paper's values as defaults,
+named profiles, and nanoGPT-style `--set key=value` overrides (no exec)."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import typing
+from dataclasses import dataclass, fields, replace
+
+from bench.core.errors import BenchError, choices_error
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The paper's training protocol (Galdran et al. 2023, §4 / released code)."""
+
+    lr: float = 1e-2  # SGD learning rate
+    momentum: float = 0.0  # plain SGD in the paper
+    weight_decay: float = 0.0
+    batch_size: int = 8  # images per step
+    cycles: int = 10  # cosine annealing with warm restarts: 10 cycles ...
+    epochs_per_cycle: int = 5  # ... of 5 epochs = 50 epochs, lr stepped per iteration
+    eta_min: float = 0.0  # lr at the end of each cycle
+    augment: bool = True  # TrivialAugmentWide, drawn per image
+    image_size: int = 0  # 0 = the dataset's default (backbone may round it up)
+    pretrained: bool = False  # ImageNet weights for the backbone (datasets issue)
+    eval_batch_size: int = 256  # evaluation only; does not change results
+    # TrivialAugmentWide implementation: "batched" (per-image draws applied to
+    # groups of images, docs/speed.md) or "per_image" (torchvision's transform
+    # looped over the batch). Same distribution, different random streams.
+    augment_mode: str = "batched"
+    bf16: bool = False  # bf16 autocast for forward + loss (changes the numbers)
+    channels_last: bool = False  # NHWC memory layout: speed only
+    compile: bool = False  # torch.compile the training model: speed only
+    # torch.compile mode when compile is on; "reduce-overhead" captures the
+    # small-batch step in CUDA graphs (launch overhead is what batch 8 costs).
+    compile_mode: str = "default"
+    # cuDNN times its convolution algorithms once per shape and keeps the
+    # fastest (CUDA only). Off = cuDNN's heuristic choice: slower, but the same
+    # algorithm every run.
+    cudnn_benchmark: bool = True
+
+    @property
+    def epochs(self) -> int:
+        return self.cycles * self.epochs_per_cycle
+
+
+# Fields that change speed or memory but not the numbers: left out of the hash.
+NON_RESULT_FIELDS = frozenset({"eval_batch_size", "channels_last", "compile", "compile_mode",
+                               "cudnn_benchmark"})
+
+PROFILES = {
+    # Exactly the paper's protocol.
+    "paper": TrainConfig(),
+    # A short CPU demo: same optimiser, batch and schedule shape, fewer and
+    # shorter cycles. Small images make digits learnable in ~1 minute a seed.
+    "quick": TrainConfig(cycles=3, epochs_per_cycle=4),
+}
+
+
+def get_profile(name: str) -> TrainConfig:
+    if name not in PROFILES:
+        raise choices_error("profile", name, PROFILES)
+    return PROFILES[name]
+
+
+def parse_set(items: list[str] | None, flag: str = "--set") -> dict[str, str]:
+    """['lr=0.1', 'heads=3'] -> {'lr': '0.1', 'heads': '3'} (values stay strings)."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BenchError(f"{flag} expects key=value, got '{item}'")
+        out[key.strip()] = value.strip()
+    return out
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def convert(key: str, raw: str, kind) -> object:
+    """Convert a --set string to the field's declared type, or fail in one line."""
+    if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
+        return raw
+    text = str(raw).strip()
+    try:
+        if kind is bool:
+            if text.lower() in _TRUE:
+                return True
+            if text.lower() in _FALSE:
+                return False
+            raise ValueError
+        if kind is int:
+            return int(text)
+        if kind is float:
+            value = float(text)
+            if value != value:  # NaN is never a sensible hyper-parameter
+                raise ValueError
+            return value
+        return text
+    except ValueError:
+        raise BenchError(
+            f"--set {key}={raw}: expected {kind.__name__}, got '{raw}'"
+        ) from None
+
+
+def field_types(obj) -> dict[str, type]:
+    hints = typing.get_type_hints(type(obj))
+    return {f.name: hints[f.name] for f in fields(obj)}
+
+
+def apply_overrides(obj, raw: dict[str, str]):
+    """Return a copy of the frozen dataclass `obj` with type-checked overrides."""
+    types = field_types(obj)
+    for key in raw:
+        if key not in types:
+            raise choices_error("--set key", key, sorted(types))
+    return replace(obj, **{k: convert(k, v, types[k]) for k, v in raw.items()})
+
+
+def result_fields(cfg: TrainConfig) -> dict:
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NON_RESULT_FIELDS}
+
+
+def config_hash(payload: dict) -> str:
+    """Short stable hash of everything that changes results."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

@@ -1,0 +1,64 @@
+"""A tiny name -> factory registry (the timm / fvcore pattern).
+
+Entries are registered by explicit imports in each package's __init__, never
+by scanning directories, so what is registered is visible in the code.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterator, Tuple
+
+from bench.core.errors import BenchError, choices_error
+
+
+class Registry:
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: Dict[str, Tuple[Callable, str]] = {}
+        self._resolvers: list[Callable[[str], Tuple[Callable, dict] | None]] = []
+
+    def register(self, name: str, description: str = ""):
+        """Decorator: register `fn` under `name`; a duplicate name is an error."""
+
+        def deco(fn):
+            self.add(name, fn, description or (fn.__doc__ or "").strip().splitlines()[0])
+            return fn
+
+        return deco
+
+    def add(self, name: str, fn: Callable, description: str) -> None:
+        if name in self._entries:
+            raise BenchError(f"duplicate {self.kind} name '{name}'")
+        self._entries[name] = (fn, description)
+
+    def add_resolver(self, resolver: Callable[[str], Tuple[Callable, dict] | None]) -> None:
+        """Patterned names (e.g. '8hml') resolve to (factory, fixed kwargs)."""
+        self._resolvers.append(resolver)
+
+    def resolve(self, name: str) -> Tuple[Callable, dict]:
+        if name in self._entries:
+            return self._entries[name][0], {}
+        for resolver in self._resolvers:
+            hit = resolver(name)
+            if hit is not None:
+                return hit
+        raise choices_error(self.kind, name, self.names())
+
+    def get(self, name: str) -> Callable:
+        fn, kwargs = self.resolve(name)
+        if kwargs:
+            return lambda *a, **kw: fn(*a, **{**kwargs, **kw})
+        return fn
+
+    def __contains__(self, name: str) -> bool:
+        try:
+            self.resolve(name)
+        except BenchError:
+            return False
+        return True
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def describe(self) -> Iterator[Tuple[str, str]]:
+        for name, (_, desc) in self._entries.items():
+            yield name, desc

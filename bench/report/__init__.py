@@ -1,0 +1,7 @@
+"""bench.report: run records -> numbers and documents: aggregation over seeds,
+derived rows (deep ensemble, temperature scaling), ranks, statistics, tables
+(LaTeX, Markdown, terminal), figures, the end-of-run summary.
+
+May import: bench.core only (and the plugins' registries for names). Never
+train, sweep, speed or cli: a report needs neither a GPU nor the datasets.
+"""

@@ -1,0 +1,283 @@
+"""Run records -> a tidy table of runs -> groups with mean ± std over seeds.
+
+One row per finished run (dataset, backbone, method, seed, test metrics,
+cost). A group is one (dataset, backbone, row) cell of a report: the mean and
+population std (ddof=0, as the paper) over its seeds, n, and the per-seed
+values that the significance tests pair. Derived rows come from saved
+predictions (bench.report.derived): `dens`, the deep ensemble of the sl1h seeds, and
+`<method>+ts`, temperature scaling of every seed.
+"""
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bench.core import store
+from bench.core.calibration import scaled_probs
+from bench.report.derived import (DENS, ENSEMBLE_OF, MIN_MEMBERS, deep_ensemble, has_ensemble,
+                      temperature_scaled_predictions)
+from bench.core.errors import BenchError
+from bench.core.metrics import all_metrics
+
+METRICS = ("acc", "ece", "nll", "brier", "auc", "gap")
+COSTS = ("n_params", "train_seconds", "train_images_per_s", "infer_ms_per_image")
+# A deep ensemble's cost sums over its members, except rates: members train
+# one after another, so the ensemble's training images/s is their mean.
+RATE_COSTS = ("train_images_per_s",)
+
+
+@dataclass(frozen=True)
+class Run:
+    dataset: str
+    backbone: str
+    method: str
+    chash: str
+    seed: int
+    heads: int
+    metrics: dict
+    cost: dict
+    path: Path
+
+
+@dataclass
+class Group:
+    dataset: str
+    backbone: str
+    key: str  # row key: 'sl1h', 'dens', 'sl1h+ts', 'sl1h@ts-base'
+    method: str  # the trained method behind the row
+    chash: str
+    seeds: tuple  # seeds averaged (ensemble: its members)
+    values: dict  # metric -> per-seed values, aligned with seeds
+    cost: dict  # cost -> per-run mean (ensemble: summed over members, rates averaged)
+    single: bool = False  # one number, no std (deep ensemble)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.seeds)
+
+    def mean(self, m: str) -> float:
+        return float(np.mean(self.values[m]))
+
+    def std(self, m: str) -> float | None:
+        return None if self.single else float(np.std(self.values[m], ddof=0))
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _parts(root: Path, path: Path) -> tuple[str, str, str, str, int]:
+    dataset, backbone, method, chash, seed_dir = path.relative_to(root).parts[:5]
+    return dataset, backbone, method, chash, int(seed_dir.removeprefix("seed"))
+
+
+def read_run(root: Path, path: Path) -> Run:
+    m = store.read_json(path / "metrics.json")
+    try:
+        cfg = store.read_json(path / "config.json")
+    except (OSError, ValueError):
+        cfg = {}
+    dataset, backbone, method, chash, seed = _parts(root, path)
+    return Run(dataset=cfg.get("dataset", dataset), backbone=cfg.get("backbone", backbone),
+               method=cfg.get("method", method), chash=chash, seed=int(cfg.get("seed", seed)),
+               heads=int(cfg.get("heads", 1)),
+               metrics={k: float(m["test"][k]) for k in METRICS if k in m["test"]},
+               cost={k: float(m[k]) for k in COSTS if m.get(k) is not None}, path=path)
+
+
+def load_runs(results, datasets=None, backbones=None, methods=None) -> list[Run]:
+    root = Path(results)
+    runs = [read_run(root, p) for p in store.iter_records(root)]
+    return [r for r in runs if (not datasets or r.dataset in datasets)
+            and (not backbones or r.backbone in backbones)
+            and (not methods or r.method in methods)]
+
+
+def _reason(obj: dict) -> str:
+    for key in ("reason", "error", "message", "exception"):
+        if obj.get(key):
+            return str(obj[key]).splitlines()[0][:200]
+    return f"status {obj.get('status', 'unknown')}"
+
+
+def find_failures(results) -> list[dict]:
+    """Failed or unfinished runs: `*.failed.json` files anywhere, and seed
+    directories whose metrics.json says status != done. Unreadable files are
+    listed too, never raised: a report must not crash on a broken record."""
+    root = Path(results)
+    if not root.exists():
+        return []
+    out = []
+    candidates = sorted(set(root.rglob("*.failed.json")) | set(root.rglob("failed.json"))
+                        | set(root.glob("*/*/*/*/seed*/metrics.json")))
+    for f in candidates:
+        if any(part.startswith(".") for part in f.relative_to(root).parts):
+            continue  # a record still being written
+        try:
+            obj = store.read_json(f)
+            obj = obj if isinstance(obj, dict) else {}
+        except (OSError, ValueError) as err:
+            obj = {"reason": f"unreadable {f.name}: {err}"}
+        if f.name == "metrics.json" and obj.get("status") == store.DONE:
+            continue
+        out.append(_failure_row(root, f, obj))
+    return out
+
+
+def _failure_row(root: Path, f: Path, obj: dict) -> dict:
+    parts = list(f.relative_to(root).parts)
+    row = {k: obj.get(k, "") for k in ("dataset", "backbone", "method", "seed")}
+    for key, value in zip(("dataset", "backbone", "method"), parts[:-1]):
+        row[key] = row[key] or value
+    seed_dir = next((p for p in parts if p.startswith("seed") and p[4:].split(".")[0].isdigit()), "")
+    row["seed"] = row["seed"] if row["seed"] != "" else seed_dir[4:].split(".")[0]
+    row.update(reason=_reason(obj), last_step=obj.get("last_step", obj.get("step", "")),
+               path=str(f))
+    return row
+
+
+# ---------------------------------------------------------------- grouping
+
+
+def select_configs(runs: list[Run], config: str | None = None) -> tuple[list[Run], list[str]]:
+    """One config hash per (dataset, backbone, method): `config` (a hash
+    prefix) if given, else the one with most seeds (then newest). Notes say
+    what was left out, so nothing is mixed or dropped silently."""
+    by_cell: dict = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        by_cell[(r.dataset, r.backbone, r.method)][r.chash].append(r)
+    keep, notes = [], []
+    for cell, hashes in sorted(by_cell.items()):
+        if config:
+            chosen = [h for h in hashes if h.startswith(config)]
+            if not chosen:
+                notes.append(f"{'/'.join(cell)}: no record with config {config}; "
+                             f"has {', '.join(sorted(hashes))}")
+                continue
+            best = chosen[0]
+        else:
+            best = max(hashes, key=lambda h: (len(hashes[h]),
+                                              max(r.path.stat().st_mtime for r in hashes[h])))
+        keep += sorted(hashes[best], key=lambda r: r.seed)
+        others = [f"{h} ({len(v)} seeds)" for h, v in sorted(hashes.items()) if h != best]
+        if others:
+            notes.append(f"{'/'.join(cell)}: using config {best} ({len(hashes[best])} seeds), "
+                         f"ignoring {', '.join(others)}; choose with --config HASH")
+    return keep, notes
+
+
+def _costs(runs: list[Run], ensemble: bool = False) -> dict:
+    """Each cost every run has: the per-run mean, or for an ensemble the sum
+    over its members, except rates (see RATE_COSTS)."""
+    def reduce(c):
+        return np.sum if ensemble and c not in RATE_COSTS else np.mean
+
+    return {c: float(reduce(c)([r.cost[c] for r in runs])) for c in COSTS
+            if all(c in r.cost for r in runs)}
+
+
+def _group(runs: list[Run], key: str, values_fn=None) -> Group:
+    first = runs[0]
+    per_seed = [values_fn(r) if values_fn else r.metrics for r in runs]
+    return Group(first.dataset, first.backbone, key, first.method, first.chash,
+                 tuple(r.seed for r in runs),
+                 {m: [v[m] for v in per_seed] for m in METRICS if all(m in v for v in per_seed)},
+                 _costs(runs))
+
+
+def ensemble_group(runs: list[Run]) -> Group:
+    """The paper's D-Ens: one number from the sl1h seeds' mean probabilities;
+    its cost is that of all members together."""
+    if len(runs) < MIN_MEMBERS:
+        raise BenchError(f"a deep ensemble needs at least {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
+                         f"got {len(runs)}")
+    test = deep_ensemble([r.path for r in runs])["test"]
+    first = runs[0]
+    return Group(first.dataset, first.backbone, DENS, first.method, first.chash,
+                 tuple(r.seed for r in runs), {m: [test[m]] for m in METRICS if m in test},
+                 _costs(runs, ensemble=True), single=True, extra={"members": len(runs)})
+
+
+def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
+    """(un-scaled, +TS) groups of one method's seeds, for the TS table. The
+    un-scaled row averages head logits with T = 1 (paper appendix), so that
+    its accuracy is exactly that of the +TS row. Each record is read once."""
+    unscaled, fitted = {}, {}
+    for r in runs:
+        p = store.load_predictions(r.path)
+        unscaled[r.seed] = all_metrics(scaled_probs(p["test_logits"], 1.0), p["test_labels"])
+        fitted[r.seed] = temperature_scaled_predictions(p)
+    base = _group(runs, f"{runs[0].method}@ts-base", lambda r: unscaled[r.seed])
+    scaled = _group(runs, f"{runs[0].method}+ts", lambda r: fitted[r.seed]["test"])
+    scaled.extra = {"temperature": [fitted[r.seed]["temperature"] for r in runs]}
+    return base, scaled
+
+
+def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[dict, list[str]]:
+    """Every report group keyed (dataset, backbone, row key), plus notes."""
+    groups, notes = {}, []
+    cells: dict = defaultdict(list)
+    for r in runs:
+        cells[(r.dataset, r.backbone, r.method)].append(r)
+    for (ds, bb, method), rs in cells.items():
+        groups[(ds, bb, method)] = _group(rs, method)
+        if has_ensemble(method, len(rs)):
+            groups[(ds, bb, DENS)] = ensemble_group(rs)
+        elif method == ENSEMBLE_OF:
+            notes.append(f"{ds}/{bb}: D-Ens needs >= {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
+                         f"found {len(rs)}")
+        if with_ts:
+            base, scaled = ts_groups(rs)
+            groups[(ds, bb, base.key)], groups[(ds, bb, scaled.key)] = base, scaled
+        if progress is not None:
+            progress.update(1)
+    return groups, notes
+
+
+# ---------------------------------------------------------------- CSV
+
+
+def write_csv(path: Path, header: list[str], rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def write_runs_csv(runs: list[Run], path: Path) -> Path:
+    cols = ["dataset", "backbone", "method", "config_hash", "seed", "heads", *METRICS, *COSTS,
+            "path"]
+    return write_csv(path, cols, ([r.dataset, r.backbone, r.method, r.chash, r.seed, r.heads,
+                                   *[r.metrics.get(m, "") for m in METRICS],
+                                   *[r.cost.get(c, "") for c in COSTS], r.path] for r in runs))
+
+
+def write_groups_csv(groups: dict, expected: dict, path: Path) -> Path:
+    """Mean, population std and n/N per group (fractions, not x100)."""
+    cols = ["dataset", "backbone", "row", "method", "config_hash", "n", "N", "seeds"]
+    cols += [f"{m}_{s}" for m in METRICS for s in ("mean", "std")] + list(COSTS)
+    rows = []
+    for (ds, bb, key), g in sorted(groups.items()):
+        row = [ds, bb, key, g.method, g.chash, g.n, len(expected.get(ds, ())),
+               " ".join(map(str, g.seeds))]
+        for m in METRICS:
+            std = g.std(m) if m in g.values else None
+            row += [g.mean(m) if m in g.values else "", "" if std is None else std]
+        rows.append(row + [g.cost.get(c, "") for c in COSTS])
+    return write_csv(path, cols, rows)
+
+
+def expected_seeds(runs: list[Run], n_seeds: int | None = None) -> dict[str, tuple]:
+    """Seeds asked per dataset: 0..N-1 if given, else every seed seen there."""
+    out: dict = defaultdict(set)
+    for r in runs:
+        out[r.dataset].add(r.seed)
+    if n_seeds:
+        return {ds: tuple(range(n_seeds)) for ds in out}
+    return {ds: tuple(sorted(s)) for ds, s in out.items()}

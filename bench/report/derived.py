@@ -1,0 +1,69 @@
+"""Derived rows computed from run records, no retraining:
+temperature scaling of any run and the deep ensemble of sl1h seeds."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bench.core.calibration import ensemble_probs, fit_temperature, scaled_probs
+from bench.core.errors import BenchError
+from bench.core.metrics import all_metrics
+from bench.core.store import load_predictions
+
+
+def temperature_scaled(path: Path) -> dict:
+    """One run record -> {"temperature", "val", "test"} metrics after TS."""
+    return temperature_scaled_predictions(load_predictions(path))
+
+
+def temperature_scaled_predictions(p: dict) -> dict:
+    """Loaded predictions (store.load_predictions) -> as temperature_scaled."""
+    t = fit_temperature(p["val_logits"], p["val_labels"])
+    return {
+        "temperature": t,
+        "val": all_metrics(scaled_probs(p["val_logits"], t), p["val_labels"]),
+        "test": all_metrics(scaled_probs(p["test_logits"], t), p["test_labels"]),
+    }
+
+
+def deep_ensemble(paths: list[Path]) -> dict:
+    """Records of one configuration over seeds -> {"members", "val", "test"}."""
+    preds = [load_predictions(p) for p in paths]
+    if not preds:
+        raise BenchError("deep ensemble needs at least one sl1h run record")
+    out = {"members": len(preds)}
+    for split in ("val", "test"):
+        labels = preds[0][f"{split}_labels"]
+        if any(not np.array_equal(labels, q[f"{split}_labels"]) for q in preds):
+            raise BenchError(f"ensemble members disagree on the {split} labels: {paths}")
+        out[split] = all_metrics(ensemble_probs([q[f"{split}_logits"] for q in preds]), labels)
+    return out
+
+
+# The deep ensemble is built from the seeds of this method (the paper's D-Ens).
+ENSEMBLE_OF = "sl1h"
+DENS = "dens"
+MIN_MEMBERS = 2  # one seed is no ensemble
+
+
+def has_ensemble(method: str, n_seeds: int) -> bool:
+    """Whether a group of seeds gets a D-Ens row (summary, tables, figures)."""
+    return method == ENSEMBLE_OF and n_seeds >= MIN_MEMBERS
+
+
+def derived_rows(method: str, paths: list[Path]) -> dict[str, list[dict]]:
+    """Derived rows of one group of seeds (one method, one config), for the
+    summary and the report code: {row name: per-run test metrics}.
+
+    `<method>+ts` has one entry per seed (with its fitted "temperature");
+    `dens` (only for sl1h groups of at least two seeds, as `bench report`) has
+    a single entry, the ensemble of all seeds, with "members" = number of
+    seeds, as the paper (no std).
+    """
+    rows = {f"{method}+ts": [{**r["test"], "temperature": r["temperature"]}
+                             for r in map(temperature_scaled, paths)]}
+    if has_ensemble(method, len(paths)):
+        ens = deep_ensemble(paths)
+        rows[DENS] = [{**ens["test"], "members": ens["members"]}]
+    return rows

@@ -1,0 +1,140 @@
+"""LaTeX tables in the paper's layout (pure: a tables.Table in, text out).
+
+One tabular: a column of bold method names, then per backbone a block
+ACC↑ / ECE↓ / NLL↓ / Rank↓ (optionally Params / Train s / Train img/s / Infer) under a bold
+multicolumn header with a cmidrule; values x100 with two decimals, Rank with
+one; best Rank per block underlined bold, second best bold; D-Ens between
+double rules; in the TS table each method is followed by its +TS row whose
+ACC is a ditto mark. Only booktabs, rotating (sideways tables) and amssymb.
+"""
+from __future__ import annotations
+
+from bench.report.tables import COST_HEADS, Table, backbone_name, cost_texts, dataset_name, method_name
+
+# The paper printed \textquotedbl, which exists only in T1 font encoding; a
+# closing double quote is the typographic ditto mark and compiles anywhere.
+DITTO = "''"
+HEADS = (r"ACC$^\uparrow$", r"ECE$_\downarrow$", r"NLL$_\downarrow$", r"Rank$_\downarrow$")
+PREAMBLE = ("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{rotating}\n"
+            "\\usepackage{amssymb}\n")
+_ESCAPES = {"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#",
+            "$": r"\$", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+
+
+def tex_escape(text: str) -> str:
+    return "".join(_ESCAPES.get(ch, ch) for ch in str(text))
+
+
+def block_heads(table: Table) -> list[str]:
+    """Column heads of one backbone block: the four metrics, then any costs."""
+    return list(HEADS) + (list(COST_HEADS) if table.cost else [])
+
+
+def fmt(x: float) -> str:
+    return f"{x * 100:.2f}"
+
+
+def _sup(marks: list[str]) -> str:
+    return f"$^{{{','.join(marks)}}}$" if marks else ""
+
+
+def metric_cell(cell, metric: str, with_std: bool) -> str:
+    text = fmt(cell.mean[metric])
+    if with_std and cell.std is not None:
+        text += f"$\\pm${fmt(cell.std[metric])}"
+    marks = ["*"] if cell.sig.get(metric) else []
+    if metric == "acc" and cell.short:
+        marks.append(f"{cell.n}/{cell.N}")
+    return text + _sup(marks)
+
+
+def rank_cell(cell) -> str:
+    text = f"{cell.rank:.1f}"
+    if cell.mark == "best":
+        return f"\\underline{{\\textbf{{{text}}}}}"
+    return f"\\textbf{{{text}}}" if cell.mark == "second" else text
+
+
+def row_cells(table: Table, row) -> list[str]:
+    width = len(block_heads(table))
+    out = [f"\\textbf{{{tex_escape('+TS' if row.ts else row.label)}}}"]
+    for b in table.backbones:
+        cell = table.cells.get((row.key, b))
+        if cell is None:
+            out += ["--"] * width
+            continue
+        acc = DITTO if cell.ditto_acc else metric_cell(cell, "acc", table.kind == "std")
+        out += [acc] + [metric_cell(cell, m, table.kind == "std") for m in ("ece", "nll")]
+        out.append(rank_cell(cell))
+        out += cost_texts(cell.cost) if table.cost else []
+    return out
+
+
+def header(table: Table) -> list[str]:
+    heads = block_heads(table)
+    width = len(heads)
+    names = " & ".join(f"\\multicolumn{{{width}}}{{c}}{{\\textbf{{{tex_escape(backbone_name(b))}}}}}"
+                       for b in table.backbones)
+    rules = " ".join(f"\\cmidrule(lr){{{2 + i * width}-{1 + (i + 1) * width}}}"
+                     for i in range(len(table.backbones)))
+    return [f"& {names} \\\\", rules, " & " + " & ".join(heads * len(table.backbones)) + " \\\\"]
+
+
+def rule_between(table: Table, prev, row) -> str:
+    if table.kind == "ts":
+        return "\\midrule" if row.ts else "\\midrule[1.15pt]"
+    return "\\midrule" if prev.section == row.section else "\\midrule\n\\midrule"
+
+
+def tabular(table: Table) -> str:
+    width = len(block_heads(table))
+    spec = "c " + " ".join("c" * width for _ in table.backbones)
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", *header(table),
+             "\\midrule[1.15pt]" if table.kind == "ts" else "\\midrule"]
+    for i, row in enumerate(table.rows):
+        if i:
+            lines.append(rule_between(table, table.rows[i - 1], row))
+        lines.append(" & ".join(row_cells(table, row)) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines)
+
+
+def footnotes(table: Table, missing: list[str]) -> list[str]:
+    out = []
+    if missing:
+        out.append("$^{n/N}$ mean over only $n$ of the $N$ seeds asked: "
+                   + tex_escape("; ".join(missing)) + ".")
+    if table.any_empty:
+        out.append("--: no finished run for that backbone.")
+    if table.any_sig:
+        out.append(f"$^{{*}}$ differs from {method_name('sl1h')} ({tex_escape(table.sig_test)} "
+                   "over seeds, paired by seed, two-sided $p<0.05$).")
+    if table.cost:
+        out.append("Params in millions; Train: seconds and images/s of training per run; "
+                   "Infer: ms per test image; D-Ens: sums over its members (images/s: "
+                   "their mean).")
+    return out
+
+
+def fragment(table: Table, missing: list[str] = ()) -> str:
+    """The table float, ready for \\input{} in a paper."""
+    sideways = table.kind == "std" or (table.cost and len(table.backbones) > 1)
+    env = "sidewaystable" if sideways else "table"
+    text = table.caption.format(dataset=tex_escape(dataset_name(table.dataset)), n=table.n_asked)
+    caption = f"\\caption{{{text}}}\\label{{{table.label}}}"
+    notes = footnotes(table, list(missing))
+    body = [f"\\begin{{{env}}}", "\\centering", "\\renewcommand{\\arraystretch}{1.03}",
+            "\\setlength\\tabcolsep{2pt}"]
+    body += [caption, "\\smallskip"] if sideways else []  # the paper: caption above sideways
+    body.append(tabular(table))
+    if notes:
+        body.append("\\par\\smallskip{\\footnotesize " + " \\\\\n".join(notes) + "\\par}")
+    body += [] if sideways else [caption]
+    body.append(f"\\end{{{env}}}")
+    return "\n".join(body) + "\n"
+
+
+def document(fragment_names: list[str]) -> str:
+    """A wrapper that \\input{}s fragments lying beside it."""
+    inputs = "\n\\clearpage\n".join(f"\\input{{{name}}}" for name in fragment_names)
+    return PREAMBLE + "\\begin{document}\n" + inputs + "\n\\end{document}\n"

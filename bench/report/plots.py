@@ -1,0 +1,139 @@
+"""Figures: reliability diagrams and the critical-difference diagram.
+
+Reliability diagram (Guo et al. 2017) per dataset and backbone, one panel
+per method: accuracy per confidence bin (the 15 torchmetrics bins of
+bench.core.metrics.ece_bins), the gap between each bin's accuracy and its mean
+confidence, and below it the share of samples per bin. The title gives ECE
+and the signed gap (mean confidence - accuracy: < 0 under-confident).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench.core.metrics import calibration_gap, ece, ece_bins  # noqa: E402
+
+N_BINS = 15
+PANELS_PER_ROW = 5
+
+
+def reliability_data(probs: np.ndarray, labels: np.ndarray, n_bins: int = N_BINS) -> dict:
+    """Per-bin accuracy, mean confidence and share for plotting. ece_bins
+    keeps confidences of exactly 1.0 in an extra bin; for the picture it is
+    merged (count-weighted) into the last bin, which ends at 1.0 anyway."""
+    acc, conf, share = ece_bins(probs, labels, n_bins)
+    acc, conf, share = acc.copy(), conf.copy(), share.copy()
+    total = share[-2] + share[-1]
+    if share[-1] > 0:
+        acc[-2] = (acc[-2] * share[-2] + acc[-1] * share[-1]) / total
+        conf[-2] = (conf[-2] * share[-2] + conf[-1] * share[-1]) / total
+        share[-2] = total
+    edges = np.linspace(0, 1, n_bins + 1)
+    return {"centers": (edges[:-1] + edges[1:]) / 2, "width": 1.0 / n_bins,
+            "acc": acc[:-1], "conf": conf[:-1], "share": share[:-1],
+            "ece": ece(probs, labels, n_bins), "gap": calibration_gap(probs, labels)}
+
+
+def _panel(ax, ax_hist, label: str, d: dict) -> None:
+    filled = d["share"] > 0
+    c, w = d["centers"][filled], d["width"]
+    ax.bar(c, d["acc"][filled], width=w, color="#4C72B0", edgecolor="black", lw=0.5,
+           label="accuracy", zorder=1)
+    # Transparent, hatched gap bars: where the model is under-confident they
+    # lie over the accuracy bar, which must stay visible underneath.
+    gap = d["conf"][filled] - d["acc"][filled]
+    ax.bar(c, gap, bottom=d["acc"][filled], width=w, facecolor=(0.77, 0.31, 0.32, 0.15),
+           edgecolor="#C44E52", hatch="///", lw=0.8, label="gap to mean confidence", zorder=2)
+    ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="perfect calibration", zorder=3)
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.tick_params(labelbottom=False)
+    ax.set_title(f"{label}\nECE {d['ece'] * 100:.2f} | conf-acc {d['gap'] * 100:+.2f}",
+                 fontsize=9)
+    ax_hist.bar(d["centers"], d["share"] * 100, width=d["width"], color="grey",
+                edgecolor="black", lw=0.5)
+    ax_hist.set(xlim=(0, 1), xlabel="confidence")
+
+
+def reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], title: str):
+    """panels: (label, probs [N, K], labels [N]) -> matplotlib Figure."""
+    n = len(panels)
+    cols = min(n, PANELS_PER_ROW)
+    nrows = -(-n // cols)
+    height = 3.9 * nrows + 1.4
+    fig = plt.figure(figsize=(2.7 * cols + 0.6, height))
+    outer = fig.add_gridspec(nrows, cols, hspace=0.4, wspace=0.28, top=1 - 0.95 / height,
+                             bottom=0.75 / height)
+    for i, (label, probs, labels) in enumerate(panels):
+        r, c = divmod(i, cols)
+        inner = outer[r, c].subgridspec(2, 1, height_ratios=[3, 1], hspace=0.08)
+        ax = fig.add_subplot(inner[0])
+        ax_hist = fig.add_subplot(inner[1], sharex=ax)
+        _panel(ax, ax_hist, label, reliability_data(probs, labels))
+        if c == 0:
+            ax.set_ylabel("accuracy")
+            ax_hist.set_ylabel("% samples")
+    handles, names = fig.axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=10, y=1 - 0.12 / height)
+    return fig
+
+
+def save(fig, stem: Path) -> list[Path]:
+    """stem.png (150 dpi) and stem.pdf."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for p in paths:
+        fig.savefig(p, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    return paths
+
+
+# ---------------------------------------------------------------- CD diagram
+
+
+def cliques(ranks_sorted: list[float], cd: float) -> list[tuple[int, int]]:
+    """Maximal runs (i, j) of sorted average ranks within less than CD of each
+    other: the groups a Nemenyi test cannot tell apart."""
+    out = []
+    for i in range(len(ranks_sorted)):
+        j = max(k for k in range(i, len(ranks_sorted)) if ranks_sorted[k] - ranks_sorted[i] < cd)
+        if j > i and not any(a <= i and j <= b for a, b in out):
+            out.append((i, j))
+    return out
+
+
+def cd_figure(names: list[str], avg_ranks: list[float], cd: float, title: str):
+    """Demšar's critical-difference diagram: methods on a rank axis (1 =
+    best, left), the CD as a bar, and thick lines joining methods whose
+    average ranks differ by less than CD."""
+    order = np.argsort(avg_ranks)
+    names = [names[i] for i in order]
+    ranks = [float(avg_ranks[i]) for i in order]
+    k = len(names)
+    half = -(-k // 2)
+    fig, ax = plt.subplots(figsize=(6.5, 1.2 + 0.28 * half))
+    ax.set_xlim(0.5, k + 0.5)
+    ax.set_ylim(-0.35 * (half + 1), 1.0)
+    ax.axis("off")
+    ax.hlines(0, 1, k, color="black", lw=1)
+    for t in range(1, k + 1):
+        ax.vlines(t, 0, 0.08, color="black", lw=1)
+        ax.text(t, 0.13, str(t), ha="center", va="bottom", fontsize=8)
+    ax.hlines(0.6, 1, 1 + cd, color="black", lw=1.5)
+    ax.text(1 + cd / 2, 0.65, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=8)
+    for i, (name, r) in enumerate(zip(names, ranks)):
+        left = i < half
+        y = -0.35 * ((i if left else k - 1 - i) + 1)
+        x_text = 0.6 if left else k + 0.4
+        ax.plot([r, r, x_text], [0, y, y], color="black", lw=0.8)
+        ax.text(x_text, y, f"{name} ({r:.2f})", ha="right" if left else "left", va="center",
+                fontsize=8)
+    for n, (i, j) in enumerate(cliques(ranks, cd)):
+        ax.hlines(-0.1 - 0.07 * n, ranks[i] - 0.03, ranks[j] + 0.03, color="#C44E52", lw=3)
+    ax.set_title(title, fontsize=9)
+    return fig

@@ -1,0 +1,213 @@
+"""The report tables as data: rows, per-backbone cells, ranks and marks.
+
+Pure: groups in, a Table out. bench.report.latex and bench.report.textables render it.
+Three kinds, as the paper: `main` (means), `std` (mean ± std, the
+supplementary's sideways tables) and `ts` (each method followed by its
+temperature-scaled row, ranks over all rows shown).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bench.report.ranks import RANK_METRICS, mean_ranks, rank_marks
+
+METHOD_NAMES = {"sl1h": "SL1H", "ls": "LS", "mbls": "MbLS", "mixup": "MixUp", "dca": "DCA",
+                "focal": "FL", "adafocal": "FLSD", "flsd53": "FLSD",
+                "dens": "D-Ens", "2hsl": "2HSL",
+                "2hml": "2HML", "4hml": "4HML"}
+BACKBONE_NAMES = {"resnet50": "ResNet50", "convnext_tiny": "ConvNeXt", "swin_tiny": "Swin-T"}
+DATASET_NAMES = {"chaoyang": "Chaoyang", "kvasir": "Kvasir", "pathmnist": "PathMNIST",
+                 "digits": "Digits"}
+# The paper's row order; D-Ens sits between double rules. Methods not listed
+# here (e.g. 3hml) are appended to the last section.
+DEFAULT_SECTIONS = (("sl1h", "ls", "mbls", "mixup", "dca", "focal", "adafocal", "flsd53"),
+                    ("dens",),
+                    ("2hsl", "2hml", "4hml"))
+# The paper's temperature-scaling tables (appendix) show these methods only;
+# an explicit --order shows others.
+PAPER_TS = ("sl1h", "2hsl", "4hml")
+REFERENCE = "sl1h"  # what the significance tests compare against
+CAPTIONS = {
+    "main": r"Results on the \textbf{{{dataset} dataset}} with different architectures and "
+            r"strategies. For each model, \underline{{\textbf{{best}}}} and "
+            r"\textbf{{second best}} ranks are marked.",
+    "std": r"Results on the \textbf{{{dataset} dataset}}, mean $\pm$ standard deviation "
+           r"over {n} training runs.",
+    "ts": r"Results on the \textbf{{{dataset} dataset}} with/out Temperature Scaling "
+          r"(\textbf{{+TS}}). For each model, \underline{{\textbf{{best}}}} and "
+          r"\textbf{{second best}} ranks are marked.",
+}
+
+
+COST_HEADS = ("Params (M)", "Train (s)", "Train (img/s)", "Infer (ms)")
+
+
+def cost_texts(cost: dict) -> list[str]:
+    """The cost columns of a cell, in COST_HEADS order ('--' where a record
+    lacks the number, e.g. records written before it was stored)."""
+    def one(key, text):
+        return text(cost[key]) if key in cost else "--"
+
+    return [one("n_params", lambda v: f"{v / 1e6:.2f}"),
+            one("train_seconds", lambda v: f"{v:.1f}"),
+            one("train_images_per_s", lambda v: f"{v:.1f}"),
+            one("infer_ms_per_image", lambda v: f"{v:.3f}")]
+
+
+def method_name(key: str) -> str:
+    if key.endswith("+ts"):
+        return method_name(key[:-3]) + "+TS"
+    return METHOD_NAMES.get(key, key.upper())
+
+
+def backbone_name(key: str) -> str:
+    return BACKBONE_NAMES.get(key, key)
+
+
+def dataset_name(key: str) -> str:
+    return DATASET_NAMES.get(key, key)
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str  # group key: 'sl1h', 'dens', 'sl1h+ts', 'sl1h@ts-base'
+    method: str  # method key it belongs to
+    label: str  # display name ('SL1H', '+TS' rows carry the method's label + '+TS')
+    section: int  # rows of different sections are separated by a double rule
+    ts: bool = False  # a +TS row (ditto ACC)
+
+
+@dataclass(frozen=True)
+class Cell:
+    mean: dict  # metric -> mean (fraction)
+    std: dict  # metric -> population std, or None (single number)
+    n: int
+    N: int  # seeds asked
+    rank: float
+    mark: str | None  # 'best' | 'second' | None
+    ditto_acc: bool = False
+    sig: dict = field(default_factory=dict)  # metric -> p < alpha against SL1H
+    cost: dict = field(default_factory=dict)
+    missing: tuple = ()  # seeds asked but absent
+
+    @property
+    def short(self) -> bool:
+        return self.n < self.N
+
+
+@dataclass(frozen=True)
+class Table:
+    kind: str  # main | std | ts
+    dataset: str
+    backbones: tuple
+    rows: tuple
+    cells: dict  # (row key, backbone) -> Cell
+    caption: str  # template: {dataset} and {n} are filled in by the renderer
+    label: str
+    n_asked: int = 0
+    cost: bool = False
+    sig_test: str | None = None  # name of the test used for the marks, if any
+    notes: tuple = ()
+
+    @property
+    def any_empty(self) -> bool:
+        """Some row has no finished run for some backbone (shown as --)."""
+        return any((r.key, b) not in self.cells for r in self.rows for b in self.backbones)
+
+    @property
+    def any_sig(self) -> bool:
+        """A significance footnote only where some cell carries a mark."""
+        return bool(self.sig_test) and any(any(c.sig.values()) for c in self.cells.values())
+
+
+def order_backbones(keys) -> list[str]:
+    """The paper's column order (ResNet50, ConvNeXt, Swin-T), then the rest."""
+    known = [b for b in BACKBONE_NAMES if b in keys]
+    return known + sorted(k for k in keys if k not in BACKBONE_NAMES)
+
+
+def ordered_methods(present, sections=None) -> list[list[str]]:
+    """Sections of method keys in display order, keeping only those present.
+    With the default order, methods it does not name (e.g. 3hml) join the
+    last section; an explicit order shows exactly the methods it names."""
+    out = [[m for m in sec if m in present] for sec in (sections or DEFAULT_SECTIONS)]
+    if sections is None:
+        known = {m for sec in DEFAULT_SECTIONS for m in sec}
+        out[-1] += sorted(m for m in present if m not in known)
+    return [sec for sec in out if sec]
+
+
+def table_rows(kind: str, present, sections=None) -> list[Row]:
+    rows = []
+    for i, sec in enumerate(ordered_methods(present, sections)):
+        for m in sec:
+            if kind != "ts":
+                rows.append(Row(m, m, method_name(m), i))
+            elif m != "dens":
+                # TS rows: un-scaled (logits averaged, T=1) then +TS; each pair
+                # is its own section so heavy rules separate the pairs.
+                rows.append(Row(f"{m}@ts-base", m, method_name(m), len(rows)))
+                rows.append(Row(f"{m}+ts", m, method_name(m) + "+TS", len(rows) - 1, ts=True))
+    return rows
+
+
+def round_printed(x: float) -> float:
+    """Rank on the printed numbers (x100, 2 decimals), so a reader can check
+    every Rank cell from the table itself, as with the paper's tables."""
+    return round(x * 100, 2)
+
+
+def block_cells(rows, backbone, groups, dataset, expected, sig=None) -> dict:
+    present = [r for r in rows if (dataset, backbone, r.key) in groups]
+    gs = [groups[(dataset, backbone, r.key)] for r in present]
+    means = [{m: g.mean(m) for m in g.values} for g in gs]
+    ranks = mean_ranks([{m: round_printed(d[m]) for m, _ in RANK_METRICS} for d in means])
+    marks = rank_marks(ranks)
+    cells = {}
+    for r, g, mean, rank, mark in zip(present, gs, means, ranks, marks):
+        std = None if g.single else {m: g.std(m) for m in g.values}
+        cells[(r.key, backbone)] = Cell(
+            mean, std, g.n, len(expected), rank, mark,
+            ditto_acc=r.ts, sig=(sig or {}).get((backbone, r.key), {}), cost=dict(g.cost),
+            missing=tuple(s for s in expected if s not in g.seeds))
+    return cells
+
+
+def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbones=None,
+                sections=None, cost: bool = False, sig: dict | None = None,
+                sig_test: str | None = None, caption: str | None = None,
+                notes=()) -> Table | None:
+    """groups: (dataset, backbone, row key) -> aggregate.Group; expected: the
+    seeds asked (n/N marks short cells). sig: optional
+    (backbone, row key) -> {metric: bool}. None when nothing to show."""
+    have = {b for d, b, _ in groups if d == dataset}
+    bbs = [b for b in backbones if b in have] if backbones else order_backbones(have)
+    methods = {g.method if k.endswith(("+ts", "@ts-base")) else k
+               for (d, b, k), g in groups.items() if d == dataset and b in bbs}
+    if kind == "ts":
+        methods = {m for m in methods if (sections or m in PAPER_TS)
+                   and any((dataset, b, f"{m}+ts") in groups for b in bbs)}
+    rows = [r for r in table_rows(kind, methods, sections)
+            if any((dataset, b, r.key) in groups for b in bbs)]
+    if not rows:
+        return None
+    cells = {}
+    for b in bbs:
+        cells.update(block_cells(rows, b, groups, dataset, expected, sig))
+    return Table(kind, dataset, tuple(bbs), tuple(rows), cells, caption or CAPTIONS[kind],
+                 f"tab:{dataset}_{kind}", len(expected), cost, sig_test if sig else None,
+                 tuple(notes))
+
+
+def missing_notes(table: Table) -> list[str]:
+    """One line per short cell, naming the missing seeds (+TS rows repeat
+    their method's seeds and are left out)."""
+    out = []
+    for r in table.rows:
+        for b in table.backbones:
+            c = table.cells.get((r.key, b))
+            if c is not None and c.short and not r.ts:
+                seeds = ", ".join(map(str, c.missing))
+                out.append(f"{method_name(r.method)} / {backbone_name(b)}: {c.n} of {c.N} "
+                           f"seeds (missing {seeds})")
+    return out

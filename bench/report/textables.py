@@ -1,0 +1,78 @@
+"""Terminal and Markdown versions of the report tables (tabulate).
+
+Same rows, numbers, ranks and marks as the LaTeX tables; one extra column,
+the signed calibration gap (mean confidence - accuracy, x100), shows whether
+a model is over- (>0) or under-confident (<0), which ECE alone hides.
+"""
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from bench.report.tables import COST_HEADS, Table, backbone_name, cost_texts
+
+DITTO = '"'
+# Per backbone block; the first head is prefixed with the backbone's name.
+HEADS = ("ACC↑", "ECE↓", "Gap", "NLL↓", "Rank↓")
+
+
+def _value(cell, metric: str, with_std: bool) -> str:
+    text = f"{cell.mean[metric] * 100:.2f}"
+    if with_std and cell.std is not None:
+        text += f" ± {cell.std[metric] * 100:.2f}"
+    if cell.sig.get(metric):
+        text += "*"
+    if metric == "acc" and cell.short:
+        text += f" ({cell.n}/{cell.N})"
+    return text
+
+
+def _rank(cell, markdown: bool) -> str:
+    text = f"{cell.rank:.1f}"
+    if cell.mark == "best":
+        return f"**_{text}_**" if markdown else f"{text} (1st)"
+    if cell.mark == "second":
+        return f"**{text}**" if markdown else f"{text} (2nd)"
+    return text
+
+
+def headers(table: Table) -> list[str]:
+    out = ["Method"]
+    for b in table.backbones:
+        out += [f"{backbone_name(b)} {HEADS[0]}", *HEADS[1:]]
+        out += list(COST_HEADS) if table.cost else []
+    return out
+
+
+def rows(table: Table, markdown: bool) -> list[list[str]]:
+    width = len(HEADS) + (len(COST_HEADS) if table.cost else 0)
+    std = table.kind == "std"
+    out = []
+    for row in table.rows:
+        line = [row.label]
+        for b in table.backbones:
+            cell = table.cells.get((row.key, b))
+            if cell is None:
+                line += ["--"] * width
+                continue
+            line.append(DITTO if cell.ditto_acc else _value(cell, "acc", std))
+            line += [_value(cell, "ece", std), f"{cell.mean['gap'] * 100:+.2f}"
+                     if "gap" in cell.mean else "--", _value(cell, "nll", std), _rank(cell, markdown)]
+            line += cost_texts(cell.cost) if table.cost else []
+        out.append(line)
+    return out
+
+
+def render(table: Table, markdown: bool = False, missing=()) -> str:
+    fmt = "github" if markdown else "simple"
+    text = tabulate(rows(table, markdown), headers=headers(table), tablefmt=fmt,
+                    disable_numparse=True)
+    notes = []
+    if missing:
+        notes.append("(n/N): mean over only n of the N seeds asked: " + "; ".join(missing))
+    if table.any_empty:
+        notes.append("--: no finished run for that backbone")
+    if table.any_sig:
+        notes.append(f"*: differs from SL1H ({table.sig_test} over seeds, p < 0.05)")
+    notes.append("Gap: mean confidence - accuracy (x100); < 0 means under-confident")
+    sep = "\n\n" if markdown else "\n"
+    return text + sep + sep.join(notes)

@@ -1,0 +1,8 @@
+"""bench.speed: measuring tools, not part of a run: perf (harness vs the
+released pipeline), steptime (times the training loop's real step),
+gpuplan and projection (GPU step times -> grid hours), syncs (host-device
+syncs per step), sidebyside (K processes on one GPU).
+
+May import: bench.core, bench.train, bench.sweep's name expansion and the
+plugins. Nothing imports bench.speed (except cli).
+"""

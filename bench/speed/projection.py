@@ -1,0 +1,187 @@
+"""Pure arithmetic behind `python -m bench.speed.gpuplan`: the paper grid's shapes,
+how each strategy groups its runs, device peaks, and the projection of
+measured time per step into wall time of a run, a group and the whole grid.
+
+Nothing here touches a device; tests/test_gpuplan.py checks it by hand.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.methods import PAPER_METHODS, create_method
+from bench.train.loop import steps_per_epoch
+
+# The paper's trained methods (Tables 1-2) and their head counts.
+PAPER_HEADS = {m: create_method(m).heads for m in PAPER_METHODS}
+# The method timed for a run of h heads: heads, not the loss, set the step's
+# cost (the heads are one linear layer; the losses are a few small kernels).
+METHOD_FOR_HEADS = {1: "sl1h", 2: "2hml", 4: "4hml"}
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """What a training run of one dataset costs, by size: classes, paper
+    image size (before a backbone rounds it up) and the true split counts."""
+
+    name: str
+    classes: int
+    size: int
+    train: int
+    val: int
+    test: int
+
+
+# PathMNIST (MedMNIST v2, DESIGN §1): 9 classes, train/val/test counts. Kept
+# here rather than read from the `medmnist` package, which a GPU machine may
+# lack; tests/test_gpuplan.py checks them against medmnist.INFO.
+PATHMNIST = (9, 89996, 10004, 7180)
+
+
+def data_shapes() -> dict[str, DataShape]:
+    """The three paper datasets. Chaoyang and Kvasir counts come from their
+    adapters' constants (DESIGN §1), so a changed split shows up here too."""
+    from bench.datasets import chaoyang, kvasir
+
+    cy, kv = chaoyang.PUBLISHED, kvasir.PUBLISHED
+    k, tr, va, te = PATHMNIST
+    return {
+        "pathmnist": DataShape("pathmnist", k, 28, tr, va, te),
+        "chaoyang": DataShape("chaoyang", len(chaoyang.OFFICIAL["test"]), 224,
+                              cy["train"], cy["val"], cy["test"]),
+        "kvasir": DataShape("kvasir", 23, 224, kv["train"], kv["val"], kv["test"]),
+    }
+
+
+# ------------------------------------------------------------- strategies --
+# A strategy turns one (dataset, backbone) cell of the grid into groups, each
+# (heads, path, members): `path` is "single" (bench.train.loop) or "fused"
+# (bench.train.fused), `members` the runs trained at once.
+def groups(strategy: str, seeds: int, methods: dict[str, int] = PAPER_HEADS) -> list[tuple]:
+    if strategy == "single":  # one run at a time
+        return [(h, "single", 1) for h in methods.values() for _ in range(seeds)]
+    if strategy == "seeds":  # `bench run --fuse-seeds`: a method's seeds at once
+        return [(h, "fused", seeds) for h in methods.values()]
+    if strategy == "methods":  # every method sharing a head count, x seeds, at once
+        counts: dict[int, int] = {}
+        for h in methods.values():
+            counts[h] = counts.get(h, 0) + 1
+        return [(h, "fused", n * seeds) for h, n in sorted(counts.items())]
+    raise ValueError(f"unknown strategy {strategy}")
+
+
+STRATEGIES = ("single", "seeds", "methods")
+
+
+def group_members(strategy: str, heads: int, seeds: int) -> tuple:
+    """Method name of every member of the group `strategy` trains for `heads`."""
+    if strategy == "methods":
+        return tuple(m for m, h in PAPER_HEADS.items() if h == heads for _ in range(seeds))
+    n = 1 if strategy == "single" else seeds
+    return (METHOD_FOR_HEADS[heads],) * n
+# --set switches per variant; the fused path has no channels_last. "graphs" is
+# torch.compile's reduce-overhead mode: the step replayed from CUDA graphs.
+VARIANTS = {"fp32": (), "bf16": ("bf16=true",),
+            "bf16_cl": ("bf16=true", "channels_last=true"),
+            "compile": ("bf16=true", "channels_last=true", "compile=true"),
+            "graphs": ("bf16=true", "compile=true", "compile_mode=reduce-overhead")}
+FUSED_VARIANTS = ("fp32", "bf16", "compile", "graphs")
+
+
+def job_sizes(members: int, steps: int, eval_images: int, eval_batch: int) -> tuple:
+    """(timed steps, evaluated images) of a job: a group of n > 5 members has
+    n/5 times longer steps, so it times 5/n as many (at least 3) and evaluates
+    5/n as many images (at least one evaluation batch, or all asked for),
+    to fit the budget."""
+    share = max(1.0, members / 5)
+    return (max(3, round(steps / share)),
+            max(min(eval_batch, eval_images), int(eval_images / share)))
+
+
+def key(dataset: str, backbone: str, heads: int, path: str, members: int, variant: str) -> str:
+    return f"{dataset}|{backbone}|{heads}h|{path}|x{members}|{variant}"
+
+
+# ------------------------------------------------------------------- peaks --
+# Dense (no sparsity) peak TFLOP/s from NVIDIA's data sheets: (bf16, fp32).
+# Matched on the device name; the first rule whose words all occur wins.
+PEAKS = (
+    (("H100", "PCIe"), (756.0, 51.0)),
+    (("H100", "SXM"), (989.0, 67.0)),
+    (("H100", "HBM3"), (989.0, 67.0)),  # "NVIDIA H100 80GB HBM3" is the SXM part
+    (("H200", "NVL"), (835.0, 60.0)),  # the PCIe card: lower clocks and power
+    (("H200",), (989.0, 67.0)),  # the SXM part: same compute as H100 SXM
+)
+
+
+def peak_tflops(device_name: str, bf16: bool) -> float | None:
+    """Peak dense TFLOP/s of the named device, or None when unknown (CPU, an
+    unlisted GPU such as the H100 NVL)."""
+    for words, (p16, p32) in PEAKS:
+        if all(w.lower() in device_name.lower() for w in words):
+            return p16 if bf16 else p32
+    return None
+
+
+def peak_fraction(tflops: float, device_name: str, bf16: bool, is_cuda: bool) -> str:
+    if not is_cuda:
+        return "n/a"
+    peak = peak_tflops(device_name, bf16)
+    return "peak unknown" if peak is None else f"{100 * tflops / peak:.2f}%"
+
+
+# -------------------------------------------------------------- projection --
+def train_steps(shape: DataShape, batch_size: int, epochs: int) -> int:
+    """Optimiser steps of one run (bench.train.loop's epoch rule, times epochs)."""
+    return steps_per_epoch(shape.train, batch_size) * epochs
+
+
+def eval_images(shape: DataShape, cycles: int) -> int:
+    """Images evaluated in one run: validation after every cycle, validation
+    again at the best checkpoint, then the test set (bench.train.loop.train)."""
+    return (cycles + 1) * shape.val + shape.test
+
+
+def group_seconds(shape: DataShape, batch_size: int, epochs: int, cycles: int,
+                  ms_per_step: float, eval_ms_per_image: float) -> float:
+    """Wall time of one group (or single run): all its steps at the measured
+    time per step, plus its evaluation at the measured time per image (a fused
+    group evaluates all members in one pass over each image)."""
+    return (train_steps(shape, batch_size, epochs) * ms_per_step
+            + eval_images(shape, cycles) * eval_ms_per_image) / 1000.0
+
+
+def lookup(meas: dict, dataset, backbone, heads, path, members, variant):
+    """(measurement, substituted?) : the exact head count if measured, else
+    the same group measured with another head count (heads are one linear
+    layer, a small share of the step), else (None, False)."""
+    exact = meas.get(key(dataset, backbone, heads, path, members, variant))
+    if exact:
+        return exact, False
+    for h in (4, 2, 1):
+        other = meas.get(key(dataset, backbone, h, path, members, variant))
+        if other:
+            return other, True
+    return None, False
+
+
+def grid_projection(meas: dict, shapes: dict, backbones: list, strategy: str, variant: str,
+                    seeds: int, batch_size: int, epochs: int, cycles: int) -> dict:
+    """Projected wall time of the grid datasets x backbones x paper methods x
+    seeds under one strategy and variant. `meas` maps key(...) to a dict with
+    ms_step and eval_ms_image. Returns hours, groups needed / measured /
+    substituted, and the cells that could not be projected."""
+    seconds, needed, found, subst, missing = 0.0, 0, 0, 0, []
+    for ds, shape in shapes.items():
+        for bb in backbones:
+            for heads, path, members in groups(strategy, seeds):
+                needed += 1
+                m, swapped = lookup(meas, ds, bb, heads, path, members, variant)
+                if m is None:
+                    missing.append(key(ds, bb, heads, path, members, variant))
+                    continue
+                found, subst = found + 1, subst + int(swapped)
+                seconds += group_seconds(shape, batch_size, epochs, cycles,
+                                         m["ms_step"], m["eval_ms_image"])
+    return {"strategy": strategy, "variant": variant, "hours": seconds / 3600.0,
+            "groups": needed, "measured": found, "substituted": subst,
+            "complete": found == needed, "missing": sorted(set(missing))}

@@ -1,0 +1,234 @@
+"""Time the harness's own training step and evaluation on synthetic data of a
+given shape (random uint8 images, random labels), for bench.speed.gpuplan.
+
+The timed code is the harness's: bench.train.loop.train_step (through
+prepare_model, so channels_last / compile / bf16 act as in `bench run`) for a
+single run, bench.train.fused.fused_step on a FusedModel for a group, with the
+per-step cosine learning rate and the seeded batch order of the real loops,
+and bench.train.loop.predict_logits / bench.train.fused.predict_fused for evaluation.
+Only what is timed is allocated: (warm-up + timed) x batch training images
+and a capped evaluation set; the true split sizes enter only the projection.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from bench.train.backbones import build_model
+from bench.core.config import TrainConfig
+from bench.core.errors import BenchError, choices_error
+from bench.train.fused import FusedModel, fused_step, predict_fused
+from bench.methods.base import create_method
+from bench.train.loop import (AUG_STREAM, cosine_lr, epoch_batches, make_sgd, normalise,
+                      predict_logits, prepare_model, set_backends, sync, train_step)
+from bench.core.transfer import h2d
+
+
+class OutOfBudget(BenchError):
+    """The time budget ran out in the middle of a measurement."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One measurement: a model of `heads` heads on images of `size` px, trained
+    alone (path 'single') or as a fused group whose members run `methods`."""
+
+    dataset: str
+    backbone: str
+    size: int
+    classes: int
+    heads: int
+    path: str  # "single" | "fused"
+    methods: tuple  # one method name per member
+    variant: str
+    cfg: TrainConfig
+
+    @property
+    def members(self) -> int:
+        return len(self.methods)
+
+
+DEVICES = ("cpu", "cuda")
+
+
+def check_device(device: str) -> None:
+    """One-line errors for the speed tools' --device: cpu, or cuda when visible."""
+    if device not in DEVICES:
+        raise choices_error("device", device, DEVICES)
+    if device == "cuda" and not torch.cuda.is_available():
+        raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
+
+
+def synthetic(n: int, size: int, classes: int, device, seed: int = 0):
+    """Random uint8 images [n, 3, size, size] and labels, on the device."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, 256, (n, 3, size, size), generator=g, dtype=torch.uint8)
+    y = torch.randint(0, classes, (n,), generator=g)
+    return x.to(device), y.to(device)
+
+
+def member_methods(job: Job) -> list:
+    """One set-up method per member; member s draws from seed s."""
+    out = []
+    for s, name in enumerate(job.methods):
+        m = create_method(name)
+        m.setup(job.classes, s)
+        out.append(m)
+    return out
+
+
+def count_step_flops(model, x: torch.Tensor, y: torch.Tensor, method, bf16: bool = False) -> int:
+    """FLOPs of one training step's forward + backward (the optimiser's
+    elementwise update and the augmentation are not counted), by
+    torch.utils.flop_counter on the real model and input."""
+    model.train()
+    with FlopCounterMode(display=False) as counter:
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss = method.loss(model(x), y)
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    return int(counter.get_total_flops())
+
+
+def _steps(run_step, n_warmup: int, n_steps: int, device, deadline: float,
+           on_ready=None) -> float:
+    """Seconds for n_steps steps after n_warmup untimed ones (step 0, the
+    first, has run already). The clock is checked between steps, so a slow
+    measurement gives up at the deadline. `on_ready()`, if given, is called
+    between warm-up and the timed steps (processes timed side by side wait
+    there for each other)."""
+    for i in range(1, n_warmup):
+        run_step(i)
+        if time.perf_counter() > deadline:
+            raise OutOfBudget("budget ran out during warm-up")
+    sync(device)
+    if on_ready is not None:
+        on_ready()
+    t0 = time.perf_counter()
+    for i in range(n_warmup, n_warmup + n_steps):
+        run_step(i)
+        if time.perf_counter() > deadline:
+            raise OutOfBudget("budget ran out during timed steps")
+    sync(device)
+    return time.perf_counter() - t0
+
+
+def _eval(fn, x: torch.Tensor, batch: int, device, deadline: float) -> float:
+    """ms per evaluated image at the evaluation batch. The warm-up is a whole
+    pass, so every batch shape (the last, smaller one too) is seen, and cuDNN's
+    algorithm search, before the timed pass."""
+    fn(x)
+    if time.perf_counter() > deadline:
+        raise OutOfBudget("budget ran out during evaluation warm-up")
+    sync(device)
+    t0 = time.perf_counter()
+    fn(x)
+    sync(device)
+    return 1000.0 * (time.perf_counter() - t0) / len(x)
+
+
+def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
+            deadline: float, flops: bool = True, on_ready=None) -> dict:
+    """Time one job. Returns ms_step, eval_ms_image, the first (warm-up) step's
+    seconds (compile time shows there) and, if asked, FLOPs per step of ONE
+    member (a fused group does members x that)."""
+    from torch._dynamo.utils import counters
+
+    device = torch.device(device)
+    cfg = job.cfg
+    n_warmup = max(n_warmup, 1)  # step 0 is always run (and timed alone)
+    counters["inductor"].clear()  # CUDA graphs skipped (and why) show up here
+    torch.manual_seed(0)
+    methods = member_methods(job)
+    t_build = time.perf_counter()
+    base, _ = build_model(job.backbone, job.size, job.heads, job.classes)
+    n = (n_warmup + n_steps) * cfg.batch_size
+    x, y = synthetic(n, job.size, job.classes, device)
+    xv, _ = synthetic(eval_n, job.size, job.classes, device, seed=1)
+    out = {"flops_step": None}
+    if flops:
+        m = copy.deepcopy(base).to(device)
+        # the method's own batch transform, so its loss gets the target it expects
+        xb, target = methods[0].batch(normalise(x[:cfg.batch_size]), y[:cfg.batch_size],
+                                      torch.Generator().manual_seed(0))
+        out["flops_step"] = count_step_flops(m, xb, target, methods[0], cfg.bf16)
+        del m
+    run_step, evaluate = stepper(job, base, methods, x, y, device)
+    out["build_s"] = time.perf_counter() - t_build
+    t_first = time.perf_counter()
+    run_step(0)
+    sync(device)
+    out["first_step_s"] = time.perf_counter() - t_first
+    if time.perf_counter() > deadline:
+        raise OutOfBudget("budget ran out during the first step")
+    secs = _steps(run_step, n_warmup, n_steps, device, deadline, on_ready)
+    out["ms_step"] = 1000.0 * secs / n_steps
+    out["timed_steps"], out["eval_images"] = n_steps, len(xv)
+    out["eval_ms_image"] = _eval(evaluate, xv, cfg.eval_batch_size, device, deadline)
+    # reduce-overhead asked for CUDA graphs; a skip means the timing is plain inductor
+    out["cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"]) if cfg.compile else None
+    return out
+
+
+def stepper(job: Job, base, methods: list, x, y, device):
+    """(run_step(i), evaluate(images)) of the job's path: step i trains batch i
+    of one seeded epoch over x, y exactly as bench.train.loop.train (one run) or
+    bench.train.fused.train_fused (a group) would; `base` is copied, not trained."""
+    if job.path == "single":
+        return _single(base, methods[0], job.cfg, x, y, device)
+    return _fused(base, methods, job.cfg, x, y, device)
+
+
+def _schedule(cfg: TrainConfig, n: int, gens: list):
+    """Per-seed batch orders of one epoch over the n synthetic images, and the
+    cosine lr as the real loop sets it (one long cycle: lr stays realistic)."""
+    orders = [epoch_batches(n, cfg.batch_size, g) for g in gens]
+    lr = lambda step: cosine_lr(step, 10_000, cfg.lr, cfg.eta_min)  # noqa: E731
+    return orders, lr
+
+
+def _single(base, method, cfg, x, y, device):
+    model, step_model = prepare_model(copy.deepcopy(base), cfg, device)
+    opt = make_sgd(model.parameters(), cfg)
+    gen, aug_gen = torch.Generator().manual_seed(0), torch.Generator().manual_seed(AUG_STREAM)
+    (order,), lr = _schedule(cfg, len(y), [gen])
+    model.train()
+
+    def run_step(i):
+        for group in opt.param_groups:
+            group["lr"] = lr(i)
+        idx = h2d(order[i], device)  # as the trainer: no sync
+        train_step(step_model, method, opt, x[idx], y[idx], gen, cfg, aug_gen)
+
+    def evaluate(xs):
+        predict_logits(model, xs, cfg.eval_batch_size, cfg.bf16, cfg.channels_last)
+        model.train()
+    return run_step, evaluate
+
+
+def _fused(base, methods, cfg, x, y, device):
+    seeds = list(range(len(methods)))
+    set_backends(cfg, device)  # as train_fused (cudnn.benchmark)
+    fm = FusedModel([copy.deepcopy(base) for _ in seeds], device)
+    if cfg.compile:  # as train_fused
+        fm.compile(cfg.compile_mode)
+    opt = make_sgd(fm.params.values(), cfg)
+    gens = [torch.Generator().manual_seed(s) for s in seeds]
+    aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
+    orders, lr = _schedule(cfg, len(y), gens)
+    fm.train(True)
+
+    def run_step(i):
+        for group in opt.param_groups:
+            group["lr"] = lr(i)
+        idx = h2d(torch.stack([o[i] for o in orders]), device)  # as train_fused
+        fused_step(fm, methods, opt, list(x[idx]), list(y[idx]), gens, aug_gens, cfg)
+
+    def evaluate(xs):
+        predict_fused(fm, xs, cfg)
+        fm.train(True)
+    return run_step, evaluate

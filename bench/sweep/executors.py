@@ -1,0 +1,257 @@
+"""Where the runs of a sweep execute: `local` (a joblib pool, one process per
+run, or per fused group with --fuse seeds|methods, pinned to a GPU slot) or
+`slurm` (submitit job arrays).
+
+An executor is `fn(specs, opts, on_outcome)`: it trains every spec and calls
+`on_outcome(outcome_dict)` as each run ends (status done | skipped | busy |
+failed). Run failures never raise; only a broken executor does.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import signal
+import uuid
+from pathlib import Path
+
+from bench.sweep import runstate
+from bench.core.errors import BenchError
+from bench.train.groups import FUSE_MODES, fuse_groups
+from bench.core.registry import Registry
+
+EXECUTORS = Registry("executor")
+
+
+def add_options(p) -> None:
+    p.add_argument("--executor", default="local", help="local | slurm")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="parallel runs: on CPU (default 1); with GPUs, a cap on the GPU slots")
+    p.add_argument("--jobs-per-gpu", type=int, default=1, help="runs sharing one GPU (local)")
+    p.add_argument("--fuse", default=None, metavar="{seeds,methods}",
+                   help="train runs together in one process as one fused model (local executor; "
+                        "pays on a GPU, slower on CPU): 'seeds' = the seeds of each method/config, "
+                        "'methods' = every run with the same data, backbone, training config "
+                        "and head count")
+    p.add_argument("--fuse-seeds", dest="fuse", action="store_const", const="seeds",
+                   help="alias of --fuse seeds")
+    p.add_argument("--fuse-max", type=int, default=None, metavar="N",
+                   help="cut fused groups into balanced chunks of at most N runs (GPU memory)")
+    g = p.add_argument_group("slurm (through submitit)")
+    g.add_argument("--partition", default=None, help="SLURM partition")
+    g.add_argument("--time", type=int, default=120, help="time limit per run, minutes")
+    g.add_argument("--gpus-per-job", type=int, default=1)
+    g.add_argument("--cpus-per-job", type=int, default=4)
+    g.add_argument("--array-parallelism", type=int, default=16,
+                   help="most array tasks running at once")
+    g.add_argument("--slurm-folder", default=None, help="submitit logs (default RESULTS/_submitit)")
+    g.add_argument("--submitit-cluster", default="slurm",
+                   help="slurm | local (same path on this machine, for testing) | debug")
+
+
+def check_options(opts) -> None:
+    EXECUTORS.get(opts.executor)
+    for name in ("jobs", "jobs_per_gpu", "time", "array_parallelism", "cpus_per_job"):
+        value = getattr(opts, name, None)
+        if value is not None and value < 1:
+            raise BenchError(f"--{name.replace('_', '-')} {value}: must be at least 1")
+    _check_fuse(opts)
+    if opts.gpus_per_job < 0:
+        raise BenchError(f"--gpus-per-job {opts.gpus_per_job}: must be 0 or more")
+
+
+def fuse_mode(opts) -> str | None:
+    """--fuse MODE (--fuse-seeds stores 'seeds' in the same field)."""
+    return getattr(opts, "fuse", None)
+
+
+def _check_fuse(opts) -> None:
+    mode, cap = fuse_mode(opts), getattr(opts, "fuse_max", None)
+    if mode is not None:
+        FUSE_MODES.get(mode)  # one line listing the allowed values
+        if opts.executor != "local":
+            raise BenchError(f"--fuse {mode} with --executor {opts.executor}: fusing runs on "
+                             "the local executor only; drop --fuse or use --executor local")
+    if cap is not None:
+        if cap < 1:
+            raise BenchError(f"--fuse-max {cap}: must be at least 1")
+        if mode is None:
+            modes = " or --fuse ".join(FUSE_MODES.names())
+            raise BenchError(f"--fuse-max {cap}: only cuts fused groups; add --fuse {modes}")
+
+
+# ------------------------------------------------------------------ local --
+def visible_gpus(device: str | None) -> list[str]:
+    """GPU ids this sweep may use: --device cuda:N pins one, --device cpu none,
+    else CUDA_VISIBLE_DEVICES (ids or UUIDs) or every GPU torch sees."""
+    if device == "cpu":
+        return []
+    if device and device.startswith("cuda:"):
+        return [device.split(":", 1)[1]]
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def local_slots(gpus: list[str], jobs: int | None, jobs_per_gpu: int) -> list[str | None]:
+    """One slot per concurrent run: a GPU id (repeated jobs_per_gpu times) or None (CPU)."""
+    if not gpus:
+        return [None] * (jobs or 1)
+    slots = [g for _ in range(jobs_per_gpu) for g in gpus]  # spread before sharing
+    return slots[:jobs] if jobs else slots
+
+
+@EXECUTORS.register("local", "joblib pool on this machine, one process per run, pinned per GPU")
+def run_local(specs, opts, on_outcome) -> None:
+    from joblib import Parallel, delayed
+
+    slots = local_slots(visible_gpus(opts.device), opts.jobs, opts.jobs_per_gpu)
+    free: "queue.Queue[str | None]" = queue.Queue()
+    for slot in slots:
+        free.put(slot)
+    threads = max(1, (os.cpu_count() or 1) // len(slots))  # cores shared out between slots
+
+    fuse = fuse_mode(opts)
+    units = fuse_groups(specs, fuse, getattr(opts, "fuse_max", None)) if fuse else \
+        [[s] for s in specs]
+
+    def one(unit):
+        slot = free.get()  # a thread only starts when a slot is free, so this never waits
+        try:
+            return _spawn_group(unit, slot, threads) if fuse else [_spawn(unit[0], slot, threads)]
+        finally:
+            free.put(slot)
+
+    # Threads only wait on child processes; the processes do the work.
+    pool = Parallel(n_jobs=len(slots), backend="threading", return_as="generator_unordered")
+    for outcomes in pool(delayed(one)(unit) for unit in units):
+        for outcome in outcomes:
+            on_outcome(outcome)
+
+
+_CONTEXT = None
+# Imported once by the fork server, so a run's process starts in milliseconds
+# instead of re-importing torch; CUDA is never initialised there.
+PRELOAD = ["bench.sweep.worker", "bench.train.experiment", "bench.methods", "bench.datasets",
+           "sklearn.model_selection", "sklearn.datasets"]
+
+
+def _context():
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+def _pin(specs, slot: str | None):
+    """On a GPU slot the run sees exactly one GPU (CUDA_VISIBLE_DEVICES), as cuda:0."""
+    if slot is not None and specs[0].device and specs[0].device.startswith("cuda"):
+        return [_with_device(s, "cuda") for s in specs]
+    return specs
+
+
+def _launch(payload: str, first, name: str, slot: str | None, threads: int):
+    """Run worker.child_main(payload) in its own process; -> (report or None, process)."""
+    from bench.sweep.worker import child_main
+
+    report = runstate.side_file(first.record, f"outcome-{uuid.uuid4().hex[:8]}.json")
+    log = runstate.log_path(first.record)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    proc = _context().Process(target=child_main, name=name, daemon=False,
+                              args=(payload, str(report), str(log), slot, threads,
+                                    (os.getpid(), runstate.proc_start(os.getpid()))))
+    proc.start()
+    proc.join()
+    outcome = runstate.read_json(report)
+    report.unlink(missing_ok=True)
+    return outcome, proc
+
+
+def _spawn(spec, slot: str | None, threads: int) -> dict:
+    (spec,) = _pin([spec], slot)
+    outcome, proc = _launch(spec.to_json(), spec, f"bench {spec.label}", slot, threads)
+    if outcome is None:
+        outcome = died(spec, _exit_reason(proc.exitcode), pid=proc.pid)
+    return {**outcome, "slot": slot}
+
+
+def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
+    """One process trains the runs of `specs` at once (worker.execute_group).
+    If it dies without reporting, each run it left unfinished is failed."""
+    import json
+
+    from bench.core import store
+
+    specs = _pin(specs, slot)
+    outcomes, proc = _launch(json.dumps([s.to_json() for s in specs]), specs[0],
+                             f"bench {specs[0].label} fused x{len(specs)}", slot, threads)
+    if outcomes is None:
+        reason = _exit_reason(proc.exitcode)
+        outcomes = [{"label": s.label, "record": str(s.record), "status": "done", "pid": proc.pid}
+                    if store.is_complete(s.record) else died(s, reason, pid=proc.pid)
+                    for s in specs]
+    return [{**o, "slot": slot} for o in outcomes]
+
+
+def _with_device(spec, device):
+    import dataclasses
+
+    return dataclasses.replace(spec, device=device)
+
+
+def _exit_reason(rc: int) -> str:
+    if rc < 0:
+        name = signal.Signals(-rc).name
+        why = " (out-of-memory killer or a user)" if name == "SIGKILL" else ""
+        return f"process killed by {name}{why}"
+    return f"process exited with code {rc} before reporting (see the run's log)"
+
+
+def died(spec, reason: str, pid=None, job=None) -> dict:
+    """Record a run whose process ended without reporting (killed, crashed)."""
+    progress = runstate.read_progress(spec.record) or {}
+    last = progress.get("step", 0)
+    runstate.write_failure(spec.record, reason, last, log=str(runstate.log_path(spec.record)),
+                           pid=pid)
+    runstate.drop_lock_of(spec.record, pid=pid, job=job)  # stale now; a rerun needs no wait
+    runstate.append_log(spec.record, f"FAILED after step {last}: {reason}")
+    return {"label": spec.label, "record": str(spec.record), "status": "failed",
+            "reason": reason, "last_step": last, "pid": pid,
+            "log": str(runstate.log_path(spec.record))}
+
+
+# ------------------------------------------------------------------ slurm --
+@EXECUTORS.register("slurm", "SLURM job arrays through submitit (--submitit-cluster local to test)")
+def run_slurm(specs, opts, on_outcome) -> None:
+    try:
+        import submitit
+    except ImportError:
+        raise BenchError("--executor slurm needs submitit: pip install submitit") from None
+    from bench.sweep.worker import execute
+
+    specs = list(specs)
+    if not specs:
+        return
+    folder = Path(opts.slurm_folder or Path(specs[0].results) / "_submitit")
+    executor = submitit.AutoExecutor(folder=folder / "%j", cluster=opts.submitit_cluster)
+    params = {"timeout_min": opts.time, "gpus_per_node": opts.gpus_per_job,
+              "cpus_per_task": opts.cpus_per_job, "tasks_per_node": 1, "nodes": 1,
+              "name": "bench", "slurm_array_parallelism": opts.array_parallelism}
+    if opts.partition:
+        params["slurm_partition"] = opts.partition
+    executor.update_parameters(**params)
+    jobs = executor.map_array(execute, specs)
+    by_job = {job.job_id: spec for job, spec in zip(jobs, specs)}
+    for job in submitit.helpers.as_completed(jobs):
+        try:
+            outcome = job.result()
+        except Exception as err:  # noqa: BLE001 - job killed, timed out, node lost
+            first = (str(err).strip().splitlines() or [""])[0][:200]
+            outcome = died(by_job[job.job_id], f"SLURM job {job.job_id} failed: {first}",
+                           job=job.job_id)
+        on_outcome({**outcome, "job_id": job.job_id})

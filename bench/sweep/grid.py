@@ -1,0 +1,214 @@
+"""Expand `bench run` options into a grid of runs, one per (dataset, backbone,
+method, seed), each keyed by the hash of its effective config.
+
+A RunSpec carries everything a fresh process needs to train one run (names,
+raw method overrides, the training config, paths), and serialises to JSON so
+the same spec goes to a local worker process or to a SLURM job. Derived rows
+(deep ensembles, temperature scaling) are computed from records and never
+appear here.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tabulate import tabulate
+
+from bench.sweep import runstate
+from bench.core import store
+from bench.core.config import TrainConfig
+from bench.core.errors import BenchError, choices_error
+
+ALL = "all"
+
+
+def expand_names(text: str, valid: list[str], kind: str, registry=None,
+                 aliases: dict | None = None) -> list[str]:
+    """'all' -> every valid name; 'a,b' -> [a, b] (order kept, duplicates dropped).
+
+    `registry`, when given, also accepts patterned names it resolves (e.g. '8hml');
+    `aliases` maps extra group names (e.g. 'paper') to lists of names."""
+    aliases = {ALL: list(valid), **(aliases or {})}
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise BenchError(f"--{kind} is empty; give a name, a comma list or '{ALL}'")
+    out: list[str] = []
+    for item in items:
+        names = aliases.get(item, [item])
+        for name in names:
+            known = name in valid or (registry is not None and name in registry)
+            if not known:
+                raise choices_error(kind, name, list(valid) + list(aliases))
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'5' -> 0..4, '2-4' -> 2,3,4, '0,3' -> 0,3."""
+    text = str(text).strip()
+    try:
+        if "," in text:
+            seeds = [int(s) for s in text.split(",") if s.strip()]
+        elif "-" in text.lstrip("-"):
+            lo, hi = text.split("-", 1)
+            seeds = list(range(int(lo), int(hi) + 1))
+        else:
+            n = int(text)
+            if n < 1:
+                raise BenchError(f"--seeds {text}: need at least one seed (e.g. --seeds 5 or 0-4)")
+            seeds = list(range(n))
+    except ValueError:
+        raise BenchError(f"--seeds {text}: expected N, A-B or a comma list of ints") from None
+    if not seeds or min(seeds) < 0:
+        raise BenchError(f"--seeds {text}: seeds must be non-negative and at least one")
+    return list(dict.fromkeys(seeds))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of the grid, self-contained so another process can train it."""
+
+    dataset: str
+    backbone: str
+    method: str
+    method_overrides: tuple  # sorted (key, raw value) pairs owned by this method
+    train: TrainConfig  # before the dataset fixes image_size
+    seed: int
+    chash: str  # hash of the effective config, computed when the grid is built
+    results: str
+    data_root: str | None = None
+    device: str | None = None  # None: the worker's default (cuda if visible)
+    force: bool = False
+    load_options: tuple = ()  # sorted (key, value) pairs for the dataset adapter
+    weights: str | None = None  # explicit initial backbone weights file
+
+    @property
+    def record(self) -> Path:
+        return store.record_dir(self.results, self.dataset, self.backbone, self.method,
+                                self.chash, self.seed)
+
+    @property
+    def label(self) -> str:
+        return f"{self.dataset}/{self.backbone}/{self.method}/{self.chash}/seed{self.seed}"
+
+    def to_json(self) -> str:
+        d = dataclasses.asdict(self)
+        d["method_overrides"] = [list(p) for p in self.method_overrides]
+        d["load_options"] = [list(p) for p in self.load_options]
+        return json.dumps(d, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunSpec":
+        d = json.loads(text)
+        d["train"] = TrainConfig(**d["train"])
+        for key in ("method_overrides", "load_options"):
+            d[key] = tuple(tuple(p) for p in d[key])
+        return cls(**d)
+
+
+def load_options(args) -> tuple:
+    """Adapter options of `bench run` (data options, --download) as sorted pairs."""
+    from bench.cli.data import load_kwargs
+
+    return tuple(sorted(load_kwargs(args).items()))
+
+
+def bundle_for(dataset: str, backbone: str, image_size: int, data_root: str | None,
+               options: tuple = ()):
+    """The dataset as a run of `backbone` sees it (loaded once per process).
+
+    A backbone that needs a larger size than the dataset's default (ConvNeXt
+    at 28 px -> 32 px on PathMNIST) gets the dataset reloaded at that size; the
+    run hash records the size actually used. An explicit --set image_size the
+    backbone rejects is an error. `backbone == ""` is the default-backbone lookup."""
+    bundle = _load(dataset, image_size, data_root, options)
+    if not backbone:
+        return bundle
+    from bench.train.backbones import fit_size
+
+    need = fit_size(backbone, bundle.image_size)
+    if need == bundle.image_size:
+        return bundle
+    if image_size:
+        raise BenchError(f"--set image_size={image_size}: backbone '{backbone}' needs "
+                         f"{need} px here; use --set image_size={need}")
+    return _load(dataset, need, data_root, options)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(dataset: str, image_size: int, data_root: str | None, options: tuple):
+    from bench.datasets import load_dataset
+
+    return load_dataset(dataset, data_root, image_size=image_size, **dict(options))
+
+
+def experiment_for(spec: "RunSpec", method):
+    """(Experiment, bundle) for a spec, computed the same way by the sweep and the worker."""
+    from bench.train.experiment import make_experiment
+
+    from bench.train.weights import resolve_weights
+
+    bundle = bundle_for(spec.dataset, spec.backbone, spec.train.image_size, spec.data_root,
+                        spec.load_options)
+    weights = resolve_weights(spec.backbone, spec.train.pretrained, spec.weights,
+                              dict(spec.load_options).get("download", False))
+    return make_experiment(bundle, spec.backbone, method, spec.train, weights=weights), bundle
+
+
+def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
+                results: str, data_root=None, device=None, force=False, options: tuple = (),
+                weights: str | None = None):
+    """The grid in order dataset > backbone > method > seed (seeds innermost, so
+    a method's seeds finish together). `backbones` None = each dataset's default;
+    `methods` are Method objects with their overrides applied, `overrides` maps a
+    method name to the raw --set values it owns (replayed by the worker).
+    Returns (specs, {config hash: Experiment})."""
+    specs, experiments = [], {}
+    for dataset in datasets:
+        for backbone in backbones or [None]:
+            if backbone is None:
+                backbone = bundle_for(dataset, "", cfg.image_size, data_root,
+                                      options).default_backbone
+            for method in methods:
+                proto = RunSpec(dataset, backbone, method.name,
+                                tuple(sorted(overrides.get(method.name, {}).items())), cfg, 0, "",
+                                str(results), data_root, device, force, options, weights)
+                exp, bundle = experiment_for(proto, method)
+                # Method/dataset mismatches (e.g. more heads than classes) stop
+                # the sweep before anything trains.
+                method.check(bundle.num_classes)
+                experiments[exp.chash] = exp
+                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash) for s in seeds]
+    return specs, experiments
+
+
+# ------------------------------------------------------------------ status --
+def run_status(spec: RunSpec) -> tuple[str, str]:
+    """('done' | 'running' | 'failed' | 'missing', detail) as seen on disk now."""
+    if store.is_complete(spec.record) and not spec.force:
+        return "done", ""
+    holder = runstate.live_holder(spec.record)
+    if holder:
+        return "running", holder
+    failure = runstate.read_failure(spec.record)
+    if failure:
+        return "failed", f"{failure.get('reason', '?')} (last step {failure.get('last_step')})"
+    return "missing", ""
+
+
+def dry_run_table(specs) -> str:
+    rows, counts = [], {}
+    for spec in specs:
+        status, detail = run_status(spec)
+        counts[status] = counts.get(status, 0) + 1
+        rows.append([spec.dataset, spec.backbone, spec.method, spec.seed, spec.chash,
+                     status, detail])
+    table = tabulate(rows, headers=["dataset", "backbone", "method", "seed", "config",
+                                    "status", "detail"], tablefmt="github")
+    todo = sum(counts.get(k, 0) for k in ("missing", "failed"))
+    tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    return f"{table}\n{len(specs)} runs: {tally}; a real run would train {todo}"

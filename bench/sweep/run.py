@@ -1,0 +1,73 @@
+"""Run a grid through an executor: skip finished runs, one progress bar for the
+sweep, and a closing summary (done / skipped / busy / failed) with every
+failure's reason, last step and log file."""
+from __future__ import annotations
+
+from tabulate import tabulate
+from tqdm import tqdm
+
+from bench.core import store
+from bench.sweep.executors import EXECUTORS
+
+STATUSES = ("done", "skipped", "busy", "failed")
+
+
+def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
+    """Train what is missing; returns one outcome per spec, in completion order."""
+    outcomes, todo = [], []
+    for s in specs:  # one look at each record: a run finishing meanwhile is counted once
+        if not s.force and store.is_complete(s.record):
+            outcomes.append({"label": s.label, "record": str(s.record), "status": "skipped"})
+        else:
+            todo.append(s)
+    bar = tqdm(total=len(specs), initial=len(outcomes), desc="sweep", unit="run",
+               disable=not progress, dynamic_ncols=True)
+
+    def show() -> None:
+        counts = count(outcomes)
+        left = len(specs) - len(outcomes)
+        bar.set_postfix_str(f"done {counts['done']}, failed {counts['failed']}, "
+                            f"skipped {counts['skipped']}, busy {counts['busy']}, left {left}",
+                            refresh=False)
+
+    show()
+
+    def on_outcome(outcome: dict) -> None:
+        outcomes.append(outcome)
+        show()
+        bar.update()
+        if outcome["status"] == "failed":
+            bar.write(f"FAILED {outcome['label']}: {outcome['reason']} "
+                      f"(last step {outcome.get('last_step')}; log {outcome.get('log')})")
+
+    try:
+        EXECUTORS.get(opts.executor)(todo, opts, on_outcome)
+    finally:
+        bar.close()
+    return outcomes
+
+
+def count(outcomes) -> dict:
+    counts = dict.fromkeys(STATUSES, 0)
+    for o in outcomes:
+        counts[o["status"]] += 1
+    return counts
+
+
+def summary_text(outcomes) -> str:
+    c = count(outcomes)
+    lines = []
+    bad = [o for o in outcomes if o["status"] in ("failed", "busy")]
+    if bad:
+        rows = [[o["label"], o["status"], o.get("reason", ""), o.get("last_step", ""),
+                 o.get("log", "")] for o in bad]
+        lines.append(tabulate(rows, headers=["run", "status", "reason", "last step", "log"],
+                              tablefmt="github"))
+    busy = f", {c['busy']} busy (held by another live sweep)" if c["busy"] else ""
+    lines.append(f"{c['done']} trained, {c['skipped']} already done, {c['failed']} failed{busy}")
+    return "\n".join(lines)
+
+
+def exit_code(outcomes) -> int:
+    """Non-zero if any run failed; runs held by another live sweep are not failures."""
+    return 1 if count(outcomes)["failed"] else 0

@@ -1,0 +1,291 @@
+"""Train one RunSpec in this process and say what happened, never raising for
+the run's own failure: the sweep goes on and the failure is written down.
+
+Used in-process by SLURM jobs (submitit), and through `child_main` by the
+local executor, which gives every run a process of its own (pinned GPU,
+memory freed at exit, a SIGKILL hits one run) or, with --fuse seeds|methods,
+every fused group (`execute_group`).
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+import traceback
+
+from bench.sweep import runstate
+from bench.core import store
+from bench.core.errors import BenchError
+from bench.sweep.grid import RunSpec, experiment_for
+
+HEARTBEAT_SECONDS = 1.0  # progress file (last step) at most this often
+LOG_SECONDS = 30.0  # a "step i/n loss" line in the run's log at most this often
+
+
+class RunLog:
+    """log(text) appends timestamped lines to the run's own log file (.path)."""
+
+    def __init__(self, record):
+        self.record, self.path = record, runstate.log_path(record)
+
+    def __call__(self, text: str) -> None:
+        runstate.append_log(self.record, text)
+
+
+class CountingMethod:
+    """Wraps a Method: counts training steps (one loss call each) for heartbeats,
+    so a failed or killed run can say how far it got without touching the trainer."""
+
+    def __init__(self, method, record, total: int, log: RunLog):
+        self._inner, self._record, self._total, self._log = method, record, total, log
+        self.step, self._beat, self._said = 0, 0.0, time.monotonic()
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def loss(self, logits, target):
+        value = self._inner.loss(logits, target)
+        self.step += 1
+        now = time.monotonic()
+        if now - self._beat >= HEARTBEAT_SECONDS:
+            self._beat = now
+            runstate.write_progress(self._record, self.step, self._total)
+        if now - self._said >= LOG_SECONDS:  # .item() syncs the GPU: only this often
+            self._said = now
+            self._log(f"step {self.step}/{self._total} loss {value.item():.4f}")
+        return value
+
+
+def execute(spec: RunSpec) -> dict:
+    """Train `spec` unless done or held by a live process; returns an outcome dict."""
+    t0 = time.time()
+    outs, held = _claim([spec], t0)
+    out = outs[spec.label]
+    if not held:  # skipped or busy
+        return {**out, "end": time.time()}
+    log, ctx = RunLog(spec.record), {}
+    try:
+        log(f"start {spec.label} pid {os.getpid()} on {out['host']}, "
+            f"CUDA_VISIBLE_DEVICES={out['cuda_visible_devices']}")
+        result = _train(spec, log, ctx)
+        _mark_done(spec, log, f"done in {time.time() - t0:.1f} s: {result}")
+        return {**out, "status": "done", "end": time.time(), "steps": ctx["counter"].step}
+    except Exception as err:  # noqa: BLE001 - every failure is recorded, then the sweep goes on
+        reason, last = classify(err, spec), _last_step(err, ctx.get("counter"))
+        _mark_failed(spec, log, reason, last)
+        return {**out, "status": "failed", "reason": reason, "last_step": last,
+                "end": time.time()}
+    finally:
+        runstate.release(spec.record)
+
+
+def _mark_done(spec: RunSpec, log: "RunLog", message: str) -> None:
+    """A complete record: an earlier attempt's failure and step are obsolete."""
+    runstate.clear_failure(spec.record)
+    runstate.clear_progress(spec.record)
+    log(message)
+
+
+def _mark_failed(spec: RunSpec, log: "RunLog", reason: str, last) -> None:
+    """The run's log gets the traceback; failed.json the one-line reason."""
+    log(f"FAILED at step {last}: {reason}\n{traceback.format_exc()}")
+    runstate.write_failure(spec.record, reason, last, log=str(log.path), pid=os.getpid())
+
+
+def _prepare(spec: RunSpec):
+    """Rebuild a spec's method, experiment and data in this process, checking
+    the hash still matches the sweep's; -> (method, exp, bundle, device, steps)."""
+    from bench.methods import create_method
+
+    from bench.train.experiment import default_device
+    from bench.train.loop import steps_per_epoch
+
+    method = create_method(spec.method, dict(spec.method_overrides))
+    exp, bundle = experiment_for(spec, method)
+    if exp.chash != spec.chash:
+        raise BenchError(f"config hash {exp.chash} differs from the sweep's {spec.chash} "
+                         f"(dataset files or code changed since the grid was built)")
+    device = spec.device or default_device()
+    total = steps_per_epoch(len(bundle.train), exp.train.batch_size) * exp.train.epochs
+    return method, exp, bundle, device, total
+
+
+def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
+    from bench.train.experiment import run_seed
+
+    method, exp, bundle, device, total = _prepare(spec)
+    log(f"device {device}, {total} steps, batch size {exp.train.batch_size}")
+    counter = ctx["counter"] = CountingMethod(method, spec.record, total, log)
+    _, path = run_seed(exp, bundle, counter, spec.seed, spec.results, device=device,
+                       force=True, progress=False)
+    test = store.read_json(path / "metrics.json")["test"]
+    return f"test acc {test['acc']:.4f} ece {test['ece']:.4f} nll {test['nll']:.4f}"
+
+
+def execute_group(specs: list[RunSpec]) -> list[dict]:
+    """`execute` for a fused group (seeds of one config, or runs of several
+    methods sharing an architecture; bench.train.groups), trained at once: the
+    same outcome per run, in order. Finished runs are skipped and runs locked
+    by a live process are busy; the rest are locked, trained together, and
+    all fail with one reason if the group fails."""
+    t0 = time.time()
+    outs, held = _claim(specs, t0)
+    logs = [RunLog(s.record) for s in held]
+    step = {"n": 0}
+    try:
+        if held:
+            result = _train_group(held, logs, step)
+            for spec, log in zip(held, logs):
+                _mark_done(spec, log, f"done in {time.time() - t0:.1f} s (fused): {result}")
+                outs[spec.label].update(status="done", steps=step["n"])
+    except Exception as err:  # noqa: BLE001 - every member's failure is recorded
+        reason = classify(err, held[0])
+        last = _last_step(err, None) or step["n"]
+        for spec, log in zip(held, logs):
+            if _written_since(spec.record, t0):  # saved before a later member's save failed
+                _mark_done(spec, log, f"done in {time.time() - t0:.1f} s (fused; the group "
+                           f"then failed: {reason})")
+                outs[spec.label].update(status="done", steps=step["n"])
+                continue
+            _mark_failed(spec, log, reason, last)
+            outs[spec.label].update(status="failed", reason=reason, last_step=last)
+    finally:
+        for spec in held:
+            runstate.release(spec.record)
+    end = time.time()
+    return [{**outs[s.label], "end": end} for s in specs]
+
+
+def _written_since(record, t0: float) -> bool:
+    """A complete record written by this attempt (not one a --force run replaces)."""
+    return store.is_complete(record) and (record / "metrics.json").stat().st_mtime >= t0
+
+
+def _claim(specs: list[RunSpec], t0: float) -> tuple[dict, list[RunSpec]]:
+    """Lock every unfinished run: (label -> outcome so far, runs now held).
+    A run finished meanwhile is skipped; one held by a live process is busy."""
+    outs, held, host = {}, [], socket.gethostname()
+    for spec in specs:
+        out = {"label": spec.label, "record": str(spec.record), "pid": os.getpid(),
+               "host": host, "start": t0, "log": str(runstate.log_path(spec.record)),
+               "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+               "status": "skipped"}
+        outs[spec.label] = out
+        if store.is_complete(spec.record) and not spec.force:
+            continue
+        holder = runstate.acquire(spec.record)
+        if holder:
+            out.update(status="busy", reason=f"being trained by {holder}")
+        elif store.is_complete(spec.record) and not spec.force:
+            runstate.release(spec.record)  # finished while we waited
+        else:
+            out["status"] = "running"
+            held.append(spec)
+            runstate.clear_progress(spec.record)  # a killed attempt's step is stale
+    return outs, held
+
+
+def _train_group(specs: list[RunSpec], logs: list, step: dict) -> str:
+    from bench.train.groups import member_name, run_members
+
+    # Each member's own method, experiment and hash check. Members share the
+    # data inputs (fusegroups keys), so grid.bundle_for's cache loads it once;
+    # run_members checks the data identities (check_lockstep) before training.
+    prepared = [_prepare(spec) for spec in specs]
+    _, exp, bundle, device, total = prepared[0]
+    members = [(p[1], p[0], spec.seed) for p, spec in zip(prepared, specs)]
+    names = ", ".join(member_name(e, s) for e, _, s in members)
+    for log, spec in zip(logs, specs):
+        log(f"start {spec.label} pid {os.getpid()} fused with [{names}], device {device}, "
+            f"{total} steps, batch size {exp.train.batch_size}")
+    beat = {"t": 0.0}
+
+    def on_step(n: int) -> None:  # heartbeats of every member, as CountingMethod does
+        step["n"] = n
+        now = time.monotonic()
+        if now - beat["t"] >= HEARTBEAT_SECONDS:
+            beat["t"] = now
+            for spec in specs:
+                runstate.write_progress(spec.record, n, total)
+
+    done = run_members(members, bundle, specs[0].results, device=device, force=True,
+                       progress=False, on_step=on_step)
+    tests = [store.read_json(path / "metrics.json")["test"] for _, path in done]
+    return "test acc " + " ".join(f"{t['acc']:.4f}" for t in tests)
+
+
+def classify(err: BaseException, spec: RunSpec) -> str:
+    """One line saying why a run failed. Out-of-memory never shrinks the batch."""
+    from bench.train.loop import NonFiniteLoss
+
+    first = (str(err).strip().splitlines() or [""])[0]
+    if isinstance(err, NonFiniteLoss):
+        return first if first.startswith("non-finite loss") else f"non-finite loss: {first}"
+    if _is_oom(err):
+        return (f"out of GPU memory at batch size {spec.train.batch_size} (never reduced: "
+                f"use a larger GPU, a smaller image size or --jobs-per-gpu 1): {first[:120]}")
+    if isinstance(err, BenchError):
+        return first
+    return f"{type(err).__name__}: {first}"
+
+
+def _is_oom(err: BaseException) -> bool:
+    import torch
+
+    oom = getattr(torch.cuda, "OutOfMemoryError", ())
+    return isinstance(err, oom) or (isinstance(err, RuntimeError)
+                                    and "out of memory" in str(err).lower())
+
+
+def _last_step(err: BaseException, counter) -> int | None:
+    """The trainer names the step of a non-finite loss; otherwise our count."""
+    from bench.train.loop import NonFiniteLoss
+
+    hit = re.search(r"\bstep (\d+)", str(err)) if isinstance(err, NonFiniteLoss) else None
+    if hit:
+        return int(hit.group(1))
+    return counter.step if counter is not None else None
+
+
+def _die_with_sweep(pid: int, start: str | None, every: float = 0.5) -> None:
+    """SIGKILL this run as soon as the sweep that started it is gone, so a killed
+    sweep leaves no orphan training (its lock goes stale and a rerun takes over).
+    A watcher thread, because our parent is the fork server, which outlives the
+    sweep while any of its children do (PR_SET_PDEATHSIG would never fire)."""
+    import signal
+    import threading
+
+    def watch():
+        while runstate.pid_alive(pid, start):
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="watch-sweep", daemon=True).start()
+
+
+def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: int,
+               sweep: tuple[int, str | None]) -> None:
+    """Entry point of a local run's own process (forked from a server that has
+    torch imported but never initialised CUDA, so pinning here still works)."""
+    import json
+
+    import torch
+
+    _die_with_sweep(*sweep)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)  # library output (warnings, tracebacks) goes to the run's log
+    os.dup2(fd, 2)
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu  # read when CUDA initialises: not yet
+    # Runs side by side must not oversubscribe the cores: measured on a busy
+    # 2-core machine, two runs with 2 torch threads each stepped ~10x slower.
+    torch.set_num_threads(threads)
+    payload = json.loads(spec_json)
+    if isinstance(payload, list):  # a fused group (--fuse seeds|methods)
+        outcome = execute_group([RunSpec.from_json(t) for t in payload])
+    else:
+        outcome = execute(RunSpec.from_json(spec_json))
+    with open(report + ".tmp", "w") as f:
+        json.dump(outcome, f)
+    os.replace(report + ".tmp", report)

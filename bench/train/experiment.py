@@ -1,0 +1,114 @@
+"""Train one seed of one (dataset, backbone, method, config) and store it."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from bench.core import store
+from bench.train.backbones import build_model
+from bench.core.config import TrainConfig, config_hash, result_fields
+from bench.core.metrics import all_metrics, head_probs
+from bench.core.provenance import provenance
+from bench.train.loop import train
+from bench.train.weights import WeightsSpec
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Everything that defines a group of seeds (and nothing that doesn't)."""
+
+    dataset: str
+    backbone: str
+    method: str
+    method_params: tuple  # sorted (key, value) pairs of the method's dataclass
+    heads: int
+    train: TrainConfig
+    data_identity: tuple  # sorted (key, value) pairs from the adapter
+    weights: Optional[WeightsSpec] = None  # initial backbone weights (None = random)
+
+    def payload(self) -> dict:
+        return {
+            "dataset": self.dataset, "data": dict(self.data_identity),
+            "backbone": self.backbone, "method": self.method,
+            "method_params": dict(self.method_params), "heads": self.heads,
+            "train": result_fields(self.train),
+            # Only when set, so random-init hashes are unchanged.
+            **({"weights": self.weights.label} if self.weights else {}),
+        }
+
+    @property
+    def chash(self) -> str:
+        return config_hash(self.payload())
+
+    def record_dir(self, root, seed: int) -> Path:
+        return store.record_dir(root, self.dataset, self.backbone, self.method, self.chash, seed)
+
+
+def make_experiment(bundle, backbone: str, method, cfg: TrainConfig,
+                    weights: Optional[WeightsSpec] = None) -> Experiment:
+    cfg = dataclasses.replace(cfg, image_size=bundle.image_size)  # the size actually used
+    return Experiment(
+        dataset=bundle.name, backbone=backbone, method=method.name,
+        method_params=tuple(sorted(method.params_dict().items())), heads=method.heads,
+        train=cfg, data_identity=tuple(sorted(bundle.identity.items())), weights=weights,
+    )
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def init_model(exp: Experiment, bundle, method, seed: int):
+    """Method draws (class weights), then initial weights, both from the seed:
+    the one order every training path uses, so fused and single runs agree."""
+    method.setup(bundle.num_classes, seed)
+    torch.manual_seed(seed)
+    return build_model(exp.backbone, bundle.image_size, method.heads, bundle.num_classes,
+                       pretrained=exp.train.pretrained, weights=exp.weights)
+
+
+def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: int,
+             weights_label: str, device: str, **extra) -> None:
+    """Write one seed's record (config with provenance, metrics, predictions)."""
+    config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
+              "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
+              "backbone_weights": weights_label, **extra, "provenance": provenance(device)}
+    store.write_record(path, config, record_metrics(result, bundle, n_params), {
+        "val_logits": result.val_logits, "val_labels": bundle.val.labels,
+        "test_logits": result.test_logits, "test_labels": bundle.test.labels,
+    })
+
+
+def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | None = None,
+             force: bool = False, progress: bool = True) -> tuple[str, Path]:
+    """Train and store one seed; returns ('skipped'|'done', record path)."""
+    path = exp.record_dir(results, seed)
+    if store.is_complete(path) and not force:
+        return "skipped", path
+    device = device or default_device()
+    model, bb = init_model(exp, bundle, method, seed)
+    result = train(model, method, exp.train, bundle, seed, device=device, progress=progress)
+    save_run(path, exp, bundle, seed, result, n_params(model), bb.weights, device)
+    return "done", path
+
+
+def n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def record_metrics(result, bundle, n_params: int) -> dict:
+    return {
+        "val": all_metrics(head_probs(result.val_logits), bundle.val.labels),
+        "test": all_metrics(head_probs(result.test_logits), bundle.test.labels),
+        "best_cycle": result.best_cycle,
+        "cycle_val_auc": result.cycle_val_auc,
+        "train_seconds": result.train_seconds,
+        "train_images_per_s": result.train_images_per_s,
+        "steps": result.steps,
+        "infer_ms_per_image": result.infer_ms_per_image,
+        "n_params": n_params,
+    }

@@ -1,0 +1,142 @@
+"""Which runs train together as one fused model, and the records they write.
+
+`bench run --fuse MODE` hands the local executor groups of runs instead of
+single runs; one process trains each group in lock-step (bench.train.fused). Two
+modes, one registry entry each:
+
+- `seeds`: the seeds of one (dataset, backbone, method, config);
+- `methods`: every run that can share each optimiser step: same dataset (and
+  data options), backbone, initial weights, the same training config (one
+  optimiser, one schedule, one batch order length) and the same number of
+  heads (same architecture, so the parameters stack). That is an
+  Experiment's payload without its method fields; the worker re-checks it
+  on the rebuilt experiments (`check_lockstep`) before anything trains.
+
+A member of a fused group gets exactly what its run alone gets (its own
+method copy, its seed's class weights, initial weights, batch order and
+method draws), so its record equals the unfused one within float tolerance.
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+from bench.core.config import config_hash
+from bench.core.errors import BenchError
+from bench.core.registry import Registry
+
+FUSE_MODES = Registry("--fuse value")
+METHOD_FIELDS = ("method", "method_params")  # what may differ inside a group
+
+
+@FUSE_MODES.register("seeds", "the seeds of one (dataset, backbone, method, config)")
+def seeds_key(spec) -> tuple:
+    return (spec.dataset, spec.backbone, spec.method, spec.chash, spec.results, spec.device)
+
+
+@FUSE_MODES.register("methods", "every run with the same data, backbone, weights, "
+                                "training config and head count")
+def methods_key(spec) -> tuple:
+    """The inputs an Experiment's payload minus METHOD_FIELDS is computed from
+    (grid.experiment_for), plus the head count: cheap (no data or weights
+    file is read) and never looser than the payload itself."""
+    from bench.methods import create_method
+
+    heads = create_method(spec.method, dict(spec.method_overrides)).heads
+    return (spec.dataset, spec.backbone, spec.train, spec.data_root, spec.load_options,
+            spec.weights, heads, spec.results, spec.device)
+
+
+def fuse_groups(specs, mode: str = "seeds", max_size: int | None = None) -> list[list]:
+    """Specs grouped by the mode's key (first appearance and grid order kept),
+    each group cut into balanced chunks of at most `max_size` members."""
+    key = FUSE_MODES.get(mode)
+    groups: dict = {}
+    for spec in specs:
+        groups.setdefault(key(spec), []).append(spec)
+    return [chunk for group in groups.values() for chunk in split_group(group, max_size)]
+
+
+def split_group(group: list, max_size: int | None) -> list[list]:
+    """ceil(n / max_size) contiguous chunks whose sizes differ by at most one
+    (25 at most 8 -> 7, 6, 6, 6): equal-sized groups use the GPU evenly."""
+    if not max_size or len(group) <= max_size:
+        return [group]
+    n = math.ceil(len(group) / max_size)
+    size, extra = divmod(len(group), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(group[start:end])
+        start = end
+    return out
+
+
+# ------------------------------------------------------------- lock-step --
+def lockstep_key(exp) -> tuple:
+    """What must be equal for runs to share every step: the payload without
+    the method fields (data, backbone, heads, hashed training config, weights)
+    and the whole TrainConfig (speed switches are outside the hash but are
+    still one loop)."""
+    payload = {k: v for k, v in exp.payload().items() if k not in METHOD_FIELDS}
+    return config_hash(payload), exp.train
+
+
+def check_lockstep(exps) -> None:
+    """One-line BenchError naming the first member that cannot be fused with the first."""
+    first = lockstep_key(exps[0])
+    for exp in exps[1:]:
+        if lockstep_key(exp) != first:
+            a, b = exps[0].payload(), exp.payload()
+            diff = sorted(k for k in set(a) | set(b)
+                          if k not in METHOD_FIELDS and a.get(k) != b.get(k)) or ["train"]
+            raise BenchError(f"cannot fuse {exp.method} with {exps[0].method}: they differ in "
+                             f"{', '.join(diff)} (fused runs need one architecture and one "
+                             "training config)")
+
+
+def member_name(exp, seed: int) -> str:
+    return f"{exp.method}/{seed}"
+
+
+def group_fields(exp, members: list) -> dict:
+    """config.json fields of one member: `fused_group`, the seeds of its own
+    config trained with it (as with --fuse seeds), and, when the group mixes
+    configs, `fused_members`: every member as 'method/seed', in order."""
+    fields = {"fused_group": [s for e, s in members if e.chash == exp.chash]}
+    if len({e.chash for e, _ in members}) > 1:
+        fields["fused_members"] = [member_name(e, s) for e, s in members]
+    return fields
+
+
+# ---------------------------------------------------------- run records --
+def run_members(members: list, bundle, results, device: str | None = None,
+                force: bool = False, progress: bool = True,
+                on_step=None) -> list[tuple[str, object]]:
+    """runner.run_seed for every (Experiment, Method, seed) member, trained at
+    once: the same records (each member's own hash and directory) plus the
+    group fields. Complete records are skipped unless `force`; returns
+    ('done' | 'skipped', record path) per member, in order."""
+    from bench.core import store
+    from bench.train.fused import train_fused
+    from bench.train.experiment import default_device, init_model, n_params, save_run
+
+    paths = [exp.record_dir(results, seed) for exp, _, seed in members]
+    todo = [i for i, p in enumerate(paths) if force or not store.is_complete(p)]
+    if not todo:
+        return [("skipped", p) for p in paths]
+    check_lockstep([members[i][0] for i in todo])
+    device = device or default_device()
+    # A copy per member: setup() stores per-seed state (class weights) on it.
+    methods = [copy.deepcopy(members[i][1]) for i in todo]
+    built = [init_model(members[i][0], bundle, m, members[i][2])  # run_seed's order
+             for i, m in zip(todo, methods)]
+    exps, seeds = [members[i][0] for i in todo], [members[i][2] for i in todo]
+    out = train_fused([model for model, _ in built], methods, exps[0].train, bundle, seeds,
+                      device, progress, on_step)
+    trained = list(zip(exps, seeds))
+    for i, exp, seed, result, (model, bb) in zip(todo, exps, seeds, out, built):
+        save_run(paths[i], exp, bundle, seed, result, n_params(model), bb.weights, device,
+                 **group_fields(exp, trained))
+    done = set(todo)
+    return [("done" if i in done else "skipped", p) for i, p in enumerate(paths)]

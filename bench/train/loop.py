@@ -1,0 +1,247 @@
+"""The paper's training loop, top to bottom (airbench-style, one file).
+
+SGD (lr 1e-2, no momentum, no weight decay), batch 8, cosine annealing with
+warm restarts stepped every iteration, validation macro OvR AUC at the end of
+each cycle, best checkpoint kept for testing. Images stay uint8 tensors on
+the device; augmentation (per-image draws, batched kernels, bench/augment.py)
+and normalisation (one fused multiply-add) happen on batches; evaluation runs
+in large batches. Speed switches (channels_last, torch.compile, bf16) are
+TrainConfig fields; see docs/speed.md.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from bench.train.augment import MODES, augment_batch
+from bench.core.config import TrainConfig
+from bench.core.errors import BenchError, choices_error
+from bench.core.metrics import auc_ovr_macro, head_probs
+from bench.core.transfer import h2d
+
+# ImageNet statistics on the 0..255 scale, so normalisation is one fused op.
+MEAN255 = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
+STD255 = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * 255
+# (x - mean) / std == x * SCALE + SHIFT: one addcmul kernel instead of two ops.
+SCALE, SHIFT = 1.0 / STD255, -MEAN255 / STD255
+# Augmentation draws get their own stream, so switching augmentation on/off or
+# between modes leaves batch order and method draws unchanged.
+AUG_STREAM = 0x9E3779B9
+
+
+class NonFiniteLoss(BenchError):
+    """Training diverged; the message says where."""
+
+
+@dataclass
+class TrainResult:
+    val_logits: np.ndarray  # [N_val, M, K] at the best checkpoint
+    test_logits: np.ndarray  # [N_test, M, K]
+    best_cycle: int  # 1-based
+    cycle_val_auc: list[float] = field(default_factory=list)
+    train_seconds: float = 0.0
+    train_images_per_s: float = 0.0
+    steps: int = 0
+    infer_ms_per_image: float = 0.0  # test-set prediction time / images
+
+
+# ---------------------------------------------------------------- schedule --
+def cosine_lr(step: int, steps_per_cycle: int, lr: float, eta_min: float) -> float:
+    """lr of optimiser step `step` under CosineAnnealingWarmRestarts(T_0=steps_per_cycle)."""
+    t = step % steps_per_cycle
+    return eta_min + (lr - eta_min) * (1 + math.cos(math.pi * t / steps_per_cycle)) / 2
+
+
+def epoch_batches(n: int, batch_size: int, gen: torch.Generator) -> list[torch.Tensor]:
+    """A seeded permutation cut into batches. A trailing batch of one image is
+    dropped: BatchNorm cannot train on a single sample."""
+    perm = torch.randperm(n, generator=gen)
+    return list(perm.split(batch_size))[:steps_per_epoch(n, batch_size)]
+
+
+def steps_per_epoch(n: int, batch_size: int) -> int:
+    """Batches an epoch trains: a trailing batch of one image is dropped
+    unless it is the only one."""
+    full, rest = divmod(n, batch_size)
+    return full + (1 if rest > 1 or (rest == 1 and full == 0) else 0)
+
+
+# -------------------------------------------------------------------- data --
+def to_device_images(images: np.ndarray, device: torch.device) -> torch.Tensor:
+    """uint8 [N, H, W, 3] numpy -> uint8 [N, 3, H, W] tensor on the device."""
+    return torch.from_numpy(images).permute(0, 3, 1, 2).contiguous().to(device)
+
+
+_NORM_CACHE: dict = {}
+
+
+def normalise(x: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
+    """uint8 [B,3,H,W] -> ImageNet-normalised float32, in one fused kernel."""
+    if x.device not in _NORM_CACHE:
+        _NORM_CACHE[x.device] = (SCALE.to(x.device), SHIFT.to(x.device))
+    scale, shift = _NORM_CACHE[x.device]
+    out = torch.addcmul(shift, x.float(), scale)
+    return out.contiguous(memory_format=torch.channels_last) if channels_last else out
+
+
+def autocast(device: torch.device, bf16: bool):
+    """bf16 autocast when asked (CPU and CUDA both support it), else a no-op."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
+
+
+# -------------------------------------------------------------- evaluation --
+@torch.no_grad()
+def predict_logits(model, images: torch.Tensor, batch_size: int, bf16: bool = False,
+                   channels_last: bool = False) -> np.ndarray:
+    """Per-head logits [N, M, K] in eval mode, in large batches (one copy to the
+    host at the end, not one per batch)."""
+    model.eval()
+    with autocast(images.device, bf16):
+        out = [model(normalise(images[i:i + batch_size], channels_last)).float()
+               for i in range(0, len(images), batch_size)]
+    return torch.cat(out).cpu().numpy()
+
+
+# ------------------------------------------------------------------ train --
+def train_step(model, method, opt, x, y, gen, cfg: TrainConfig,
+               aug_gen: torch.Generator) -> torch.Tensor:
+    if cfg.augment:
+        x = augment_batch(x, aug_gen, cfg.augment_mode)
+    x, target = method.batch(normalise(x, cfg.channels_last), y, gen)
+    with autocast(x.device, cfg.bf16):
+        loss = method.loss(model(x), target)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def check_finite(losses: list, first_step: int, cycle: int, epoch: int, lr: float) -> None:
+    """Raise NonFiniteLoss naming the first bad step. Checked once per epoch:
+    a per-step `.item()` would stall the GPU queue every step. A step's loss
+    may be a vector (one per fused seed)."""
+    if not losses:
+        return
+    ok = torch.isfinite(torch.stack(losses).reshape(len(losses), -1))
+    if not bool(ok.all()):
+        bad = int((~ok.all(dim=1)).nonzero()[0])
+        value = losses[bad].reshape(-1)[~ok[bad]][0].item()
+        raise NonFiniteLoss(
+            f"non-finite loss ({value}) at cycle {cycle + 1}, epoch "
+            f"{epoch + 1}, step {first_step + bad} (lr {lr}); lower --set lr=..."
+        )
+
+
+def prepare_model(model, cfg: TrainConfig, device: torch.device):
+    """Move to the device; apply the speed-only switches. Returns (model, step_model)."""
+    check_config(cfg)
+    set_backends(cfg, device)
+    model.to(device)
+    if cfg.channels_last:
+        model.to(memory_format=torch.channels_last)
+    return model, (torch.compile(model, mode=cfg.compile_mode) if cfg.compile else model)
+
+
+def make_sgd(params, cfg: TrainConfig) -> torch.optim.SGD:
+    """The paper's optimiser under cfg (lr is reset every step by cosine_lr)."""
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum,
+                           weight_decay=cfg.weight_decay)
+
+
+def set_backends(cfg: TrainConfig, device: torch.device) -> None:
+    """Process-wide backend switches (each run has its own process in a sweep)."""
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+
+
+def check_config(cfg: TrainConfig) -> None:
+    """One-line errors for choice-valued fields, before any run starts."""
+    if cfg.augment_mode not in MODES:
+        raise choices_error("augment_mode", cfg.augment_mode, MODES)
+    if cfg.compile_mode not in compile_modes():
+        raise choices_error("compile_mode", cfg.compile_mode, compile_modes())
+
+
+def compile_modes() -> list[str]:
+    """torch.compile's modes as this torch names them ("reduce-overhead" = CUDA graphs)."""
+    import torch._inductor
+
+    return list(torch._inductor.list_mode_options())
+
+
+def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
+          progress: bool = True) -> TrainResult:
+    """Train `model` with `method` on `data` (a DatasetBundle) under `cfg`."""
+    device = torch.device(device)
+    torch.manual_seed(seed)  # global RNG: only layers that draw (e.g. dropout)
+    gen = torch.Generator().manual_seed(seed)  # batch order and method draws
+    aug_gen = torch.Generator().manual_seed(seed + AUG_STREAM)  # augmentation draws
+    model, step_model = prepare_model(model, cfg, device)
+    xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
+    y_train = torch.from_numpy(data.train.labels).to(device)
+    opt = make_sgd(model.parameters(), cfg)
+    per_epoch = steps_per_epoch(len(y_train), cfg.batch_size)
+    cycle_steps = per_epoch * cfg.epochs_per_cycle
+    best, best_auc, aucs, step, seen, seconds = None, -math.inf, [], 0, 0, 0.0
+    bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"seed {seed}", leave=False,
+               disable=not progress, unit="step")
+    for cycle in range(cfg.cycles):
+        t0 = time.perf_counter()
+        for epoch in range(cfg.epochs_per_cycle):
+            model.train()
+            losses, first = [], step
+            for idx in epoch_batches(len(y_train), cfg.batch_size, gen):
+                for group in opt.param_groups:
+                    group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
+                idx = h2d(idx, device)
+                losses.append(train_step(step_model, method, opt, xs["train"][idx],
+                                         y_train[idx], gen, cfg, aug_gen))
+                step, seen = step + 1, seen + len(idx)
+                bar.update()
+            check_finite(losses, first, cycle, epoch, cfg.lr)
+        sync(device)
+        seconds += time.perf_counter() - t0
+        val_logits = predict(model, xs["val"], cfg)
+        auc = auc_ovr_macro(head_probs(val_logits), data.val.labels)
+        aucs.append(auc)
+        bar.set_postfix(val_auc=f"{auc:.4f}")
+        if best is None or val_score(auc) > best_auc:  # strict: ties keep the earlier cycle
+            # the best cycle's validation logits are kept: no second pass at the end
+            best_auc, best = val_score(auc), (cycle + 1, _snapshot(model), val_logits)
+    bar.close()
+    model.load_state_dict(best[1])
+    val_logits = best[2]
+    sync(device)
+    t0 = time.perf_counter()
+    test_logits = predict(model, xs["test"], cfg)
+    sync(device)
+    infer_ms = 1000 * (time.perf_counter() - t0) / max(len(test_logits), 1)
+    return TrainResult(
+        val_logits=val_logits, test_logits=test_logits, infer_ms_per_image=infer_ms,
+        best_cycle=best[0], cycle_val_auc=aucs, train_seconds=seconds,
+        train_images_per_s=seen / max(seconds, 1e-9), steps=step,
+    )
+
+
+def predict(model, images: torch.Tensor, cfg: TrainConfig) -> np.ndarray:
+    return predict_logits(model, images, cfg.eval_batch_size, cfg.bf16, cfg.channels_last)
+
+
+def val_score(auc: float) -> float:
+    """A cycle's checkpoint score: its validation AUC, and a NaN AUC never wins."""
+    return auc if auc == auc else -math.inf
+
+
+def sync(device: torch.device) -> None:
+    """Wait for the device (before reading a timer); nothing to wait for on CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _snapshot(model) -> dict:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
