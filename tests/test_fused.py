@@ -68,7 +68,7 @@ def test_fused_divergence_names_the_step(tiny):
 
 def test_run_fused_writes_the_records_run_seed_writes(tiny, tmp_path):
     from bench.core import store
-    from bench.train.fused import run_fused
+    from bench.train.groups import run_fused
     from bench.train.experiment import make_experiment, run_seed
 
     method = _method()

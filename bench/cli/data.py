@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from bench.core.config import parse_set
+from bench.core.config import load_kwargs, parse_data_opts
 
 
 def add_data_options(p) -> None:
@@ -32,16 +32,6 @@ def add_parser(sub) -> None:
     add_data_options(c)
     c.add_argument("--no-progress", action="store_true")
     c.set_defaults(func=check)
-
-
-def parse_data_opts(items) -> dict[str, str]:
-    return parse_set(items, flag="--data-opt")
-
-
-def load_kwargs(args) -> dict:
-    return {"download": getattr(args, "download", False),
-            "progress": not getattr(args, "no_progress", False),
-            **parse_data_opts(getattr(args, "data_opts", []))}
 
 
 # ------------------------------------------------------------------ check --

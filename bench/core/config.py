@@ -128,3 +128,13 @@ def config_hash(payload: dict) -> str:
     """Short stable hash of everything that changes results."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def parse_data_opts(items) -> dict[str, str]:
+    return parse_set(items, flag="--data-opt")
+
+
+def load_kwargs(args) -> dict:
+    return {"download": getattr(args, "download", False),
+            "progress": not getattr(args, "no_progress", False),
+            **parse_data_opts(getattr(args, "data_opts", []))}

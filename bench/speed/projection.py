@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.methods import PAPER_METHODS, create_method
-from bench.train.loop import steps_per_epoch
+from bench.core.schedule import steps_per_epoch
 
 # The paper's trained methods (Tables 1-2) and their head counts.
 PAPER_HEADS = {m: create_method(m).heads for m in PAPER_METHODS}

@@ -112,7 +112,7 @@ class RunSpec:
 
 def load_options(args) -> tuple:
     """Adapter options of `bench run` (data options, --download) as sorted pairs."""
-    from bench.cli.data import load_kwargs
+    from bench.core.config import load_kwargs
 
     return tuple(sorted(load_kwargs(args).items()))
 

@@ -99,7 +99,7 @@ def _prepare(spec: RunSpec):
     from bench.methods import create_method
 
     from bench.train.experiment import default_device
-    from bench.train.loop import steps_per_epoch
+    from bench.core.schedule import steps_per_epoch
 
     method = create_method(spec.method, dict(spec.method_overrides))
     exp, bundle = experiment_for(spec, method)

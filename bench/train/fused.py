@@ -199,17 +199,3 @@ def _results(fm, best, aucs, xs, cfg, seconds, seen, steps) -> list[TrainResult]
                         train_images_per_s=seen / max(share, 1e-9), steps=steps,
                         infer_ms_per_image=infer_ms)
             for s in range(fm.size)]
-
-
-# ----------------------------------------------------------- run records ----
-def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None = None,
-              force: bool = False, progress: bool = True,
-              on_step=None) -> list[tuple[str, object]]:
-    """runner.run_seed for a group of seeds of one config trained at once: the
-    same records (same hash, same layout), plus `fused_group` in config.json.
-    Complete records are skipped unless `force`. Groups that mix methods:
-    bench.train.groups.run_members."""
-    from bench.train.groups import run_members
-
-    return run_members([(exp, method, s) for s in seeds], bundle, results, device, force,
-                       progress, on_step)

@@ -118,7 +118,7 @@ def run_members(members: list, bundle, results, device: str | None = None,
     group fields. Complete records are skipped unless `force`; returns
     ('done' | 'skipped', record path) per member, in order."""
     from bench.core import store
-    from bench.train.fused import train_fused
+    from bench.train.fused import train_fused  # torch: only when a group trains
     from bench.train.experiment import default_device, init_model, n_params, save_run
 
     paths = [exp.record_dir(results, seed) for exp, _, seed in members]
@@ -140,3 +140,14 @@ def run_members(members: list, bundle, results, device: str | None = None,
                  **group_fields(exp, trained))
     done = set(todo)
     return [("done" if i in done else "skipped", p) for i, p in enumerate(paths)]
+
+
+def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None = None,
+              force: bool = False, progress: bool = True,
+              on_step=None) -> list[tuple[str, object]]:
+    """runner.run_seed for a group of seeds of one config trained at once: the
+    same records (same hash, same layout), plus `fused_group` in config.json.
+    Complete records are skipped unless `force`. Groups that mix methods:
+    bench.train.groups.run_members."""
+    return run_members([(exp, method, s) for s in seeds], bundle, results, device, force,
+                       progress, on_step)

@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from bench.train.augment import MODES, augment_batch
 from bench.core.config import TrainConfig
+from bench.core.schedule import cosine_lr, steps_per_epoch  # noqa: F401  (re-exported)
 from bench.core.errors import BenchError, choices_error
 from bench.core.metrics import auc_ovr_macro, head_probs
 from bench.core.transfer import h2d
@@ -51,24 +52,11 @@ class TrainResult:
 
 
 # ---------------------------------------------------------------- schedule --
-def cosine_lr(step: int, steps_per_cycle: int, lr: float, eta_min: float) -> float:
-    """lr of optimiser step `step` under CosineAnnealingWarmRestarts(T_0=steps_per_cycle)."""
-    t = step % steps_per_cycle
-    return eta_min + (lr - eta_min) * (1 + math.cos(math.pi * t / steps_per_cycle)) / 2
-
-
 def epoch_batches(n: int, batch_size: int, gen: torch.Generator) -> list[torch.Tensor]:
     """A seeded permutation cut into batches. A trailing batch of one image is
     dropped: BatchNorm cannot train on a single sample."""
     perm = torch.randperm(n, generator=gen)
     return list(perm.split(batch_size))[:steps_per_epoch(n, batch_size)]
-
-
-def steps_per_epoch(n: int, batch_size: int) -> int:
-    """Batches an epoch trains: a trailing batch of one image is dropped
-    unless it is the only one."""
-    full, rest = divmod(n, batch_size)
-    return full + (1 if rest > 1 or (rest == 1 and full == 0) else 0)
 
 
 # -------------------------------------------------------------------- data --
