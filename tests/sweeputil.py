@@ -28,7 +28,7 @@ def specs_for(args):
 
 
 def bench_cmd(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "bench.cli.main", *argv]
+    return [sys.executable, "-m", "bench.cli", *argv]
 
 
 def popen_bench(*argv: str, **kw) -> subprocess.Popen:

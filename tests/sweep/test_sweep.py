@@ -227,7 +227,7 @@ def _stub_repo(tmp_path, report_fails: bool):
 
     repo = tmp_path / "repo"
     (repo / ".venv" / "bin").mkdir(parents=True)
-    shutil.copy(Path(__file__).resolve().parent.parent / "run_all.sh", repo / "run_all.sh")
+    shutil.copy(Path(__file__).resolve().parents[2] / "run_all.sh", repo / "run_all.sh")
     (repo / "setup.sh").write_text("#!/bin/sh\necho setup >> calls.txt\n")
     fail = '[ "$1" = report ] && exit 2\n' if report_fails else ""
     (repo / ".venv" / "bin" / "bench").write_text(

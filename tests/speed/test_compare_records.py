@@ -6,7 +6,7 @@ import numpy as np
 
 from bench.core import store
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_records.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "compare_records.py"
 
 
 def _script():
