@@ -41,9 +41,9 @@ PY="$(command -v "$PY")"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
 SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.speed.syncs
-GPLAN_BUDGET="${GPLAN_BUDGET:-150}"
+GPLAN_BUDGET="${GPLAN_BUDGET:-150}"  # seconds for bench.speed.gpuplan's own budget
 SBS_LIMIT="${SBS_LIMIT:-75}"        # hard limit for bench.speed.sidebyside (all K)
-SBS_ARGS="${SBS_ARGS:-}"            # extra bench.speed.sidebyside flags (CPU dry run: a small backbone) # seconds for bench.speed.gpuplan's own budget
+SBS_ARGS="${SBS_ARGS:-}"            # extra bench.speed.sidebyside flags (CPU dry run: a small backbone)
 E2E_LIMIT="${E2E_LIMIT:-75}"        # hard limit for both end-to-end sweeps together
 E2E_ARGS="${E2E_ARGS:-}"            # extra `bench run` flags (CPU dry run: a small backbone)
 PERF_LIMIT="${PERF_LIMIT:-70}"     # hard limit per bench.speed.perf run (it prints at the end)
@@ -101,8 +101,8 @@ echo "== 4/6 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}
 E2E=(run --method sl1h,mixup,dca,2hml,4hml --dataset digits --backbone resnet18 --seeds 1
      --profile quick --set cycles=1 --set epochs_per_cycle=2 --device "$DEVICE" --no-progress)
 # shellcheck disable=SC2086
-timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli.main "${@:3}" --results "$1/e2e/fused" --fuse methods &&
-    "$0" -m bench.cli.main "${@:3}" --results "$1/e2e/single" &&
+timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli "${@:3}" --results "$1/e2e/fused" --fuse methods &&
+    "$0" -m bench.cli "${@:3}" --results "$1/e2e/single" &&
     PYTHONPATH="$PWD" "$0" "$2/benchmarks/compare_records.py" "$1/e2e/single" "$1/e2e/fused"' \
     "$PY" "$OUT_DIR" "$REPO" "${E2E[@]}" $E2E_ARGS 2>&1 | tee "$OUT_DIR/e2e.log"
 echo "e2e exit: ${PIPESTATUS[0]}"
