@@ -141,3 +141,9 @@ def test_every_package_is_in_the_rule():
 def test_files_stay_small(name):
     lines = len(MODULES[name].read_text().splitlines())
     assert lines <= 420, f"{name}: {lines} lines; split it by concern"
+
+
+def test_the_walk_finds_the_project():
+    # A wrong ROOT once made every rule above pass vacuously.
+    assert len(MODULES) > 40 and "bench.train.loop" in MODULES and "bench.methods.mhml" in MODULES
+    assert "bench.core.config" in GRAPH["bench.train.loop"]
