@@ -28,6 +28,10 @@ class Method:
     """Base class: one head, identity batch transform; subclasses give `loss`."""
 
     Params = NoParams
+    # px the released code trained and validated this method at (its script's
+    # --im_size default), capped at the dataset's size; 0 = the dataset's size.
+    # Used by size_rule=released only (DESIGN 1b, docs/fidelity.md).
+    released_train_size = 0
 
     def __init__(self, name: str, params: Any = None):
         self.name = name

@@ -25,6 +25,7 @@ def dca_penalty(z, y):
 
 class DCA(Method):
     Params = DCAParams
+    released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
 
     def check_params(self):
         if self.params.beta < 0:

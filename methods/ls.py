@@ -19,6 +19,7 @@ class LSParams:
 
 class LabelSmoothing(Method):
     Params = LSParams
+    released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
 
     def check_params(self):
         if not 0.0 <= self.params.epsilon <= 1.0:

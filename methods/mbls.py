@@ -26,6 +26,7 @@ def margin_penalty(z, margin: float):
 
 class MarginLabelSmoothing(Method):
     Params = MbLSParams
+    released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
 
     def check_params(self):
         if self.params.margin < 0 or self.params.alpha < 0:

@@ -9,11 +9,14 @@ where F.cross_entropy with weights is PyTorch's weighted mean
 sum_n w_{y_n} l_n / sum_n w_{y_n}.
 Weights (DESIGN §1): classes shuffled with the run seed and array_split into M
 groups; head m weighs its own group M and every other class 1/M. Single-loss
-variants (`Nhsl`) use weight 1 everywhere.
+variants (`Nhsl`) use weight 1 everywhere. `class_groups` names the shuffle:
+"python" (released code: random.seed(seed); random.shuffle(classes)) or
+"numpy" (np.random.default_rng(seed).permutation).
 """
 from __future__ import annotations
 
 import math
+import random
 import re
 from dataclasses import dataclass
 
@@ -33,15 +36,39 @@ PATTERN = re.compile(r"(\d+)h(ml|sl)")
 @dataclass(frozen=True)
 class MultiHeadParams:
     heads: int = 4  # M; 4 heads is the paper's best model (4HML, Tables 1-2)
-    mh_loss: str = "paper"  # "paper" (eq. 2) | "released" (authors' code), DESIGN §1
+    # "released" (authors' code, made the published numbers) | "paper" (eq. 2), DESIGN §1, 1b
+    mh_loss: str = "released"
+    class_groups: str = "python"  # "python" (released code) | "numpy": the shuffle, DESIGN 1b
 
 
 # ------------------------------------------------------------------ weights --
-def class_weights(num_classes: int, heads: int, seed: int, multi_loss: bool = True) -> np.ndarray:
+def python_shuffle(num_classes: int, seed: int) -> list[int]:
+    """The released code's order: random.seed(seed); random.shuffle(classes),
+    on a private generator so the global `random` state is left alone."""
+    classes = list(range(num_classes))
+    random.Random(seed).shuffle(classes)
+    return classes
+
+
+def numpy_shuffle(num_classes: int, seed: int) -> list[int]:
+    return list(np.random.default_rng(seed).permutation(num_classes))
+
+
+CLASS_GROUPS = {"python": python_shuffle, "numpy": numpy_shuffle}
+
+
+def class_groups(num_classes: int, heads: int, seed: int, rule: str = "python") -> list:
+    """The M class groups of the heads: the shuffled classes, np.array_split."""
+    return [list(map(int, g)) for g in
+            np.array_split(CLASS_GROUPS[rule](num_classes, seed), heads)]
+
+
+def class_weights(num_classes: int, heads: int, seed: int, multi_loss: bool = True,
+                  rule: str = "python") -> np.ndarray:
     """[M, K] per-head class weights (paper §2.2; K=4, M=2 -> [2, .5, 2, .5] up to a shuffle)."""
     if not multi_loss:
         return np.ones((heads, num_classes))
-    groups = np.array_split(np.random.default_rng(seed).permutation(num_classes), heads)
+    groups = class_groups(num_classes, heads, seed, rule)
     weights = np.full((heads, num_classes), 1.0 / heads)
     for m, group in enumerate(groups):
         weights[m, group] = float(heads)
@@ -92,6 +119,8 @@ class MultiHead(Method):
             raise BenchError(f"{name}: heads={p.heads} must be >= 1")
         if p.mh_loss not in MH_LOSSES:
             raise choices_error(f"{name} mh_loss", p.mh_loss, MH_LOSSES)
+        if p.class_groups not in CLASS_GROUPS:
+            raise choices_error(f"{name} class_groups", p.class_groups, CLASS_GROUPS)
         fixed = PATTERN.fullmatch(name)
         if fixed and int(fixed.group(1)) != p.heads:
             raise BenchError(f"{name} has {fixed.group(1)} heads, not heads={p.heads}; "
@@ -111,7 +140,14 @@ class MultiHead(Method):
     def setup(self, num_classes: int, seed: int) -> None:
         self.check(num_classes)
         self.weights = torch.as_tensor(
-            class_weights(num_classes, self.heads, seed, self.multi_loss), dtype=torch.float32)
+            class_weights(num_classes, self.heads, seed, self.multi_loss, self.params.class_groups),
+            dtype=torch.float32)
+
+    def head_groups(self, num_classes: int, seed: int) -> list | None:
+        """Each head's own class group (None for single-loss heads): for --dry-run."""
+        if not self.multi_loss:
+            return None
+        return class_groups(num_classes, self.heads, seed, self.params.class_groups)
 
     def loss(self, logits, target):
         if self.weights is None:

@@ -33,6 +33,7 @@ def draw_lambda(alpha: float, gen: torch.Generator) -> float:
 
 class Mixup(Method):
     Params = MixupParams
+    released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
 
     def check_params(self):
         if self.params.alpha < 0:

@@ -6,7 +6,8 @@ import dataclasses
 from tabulate import tabulate
 
 from bench.train.backbones import BACKBONES
-from bench.core.config import PROFILES, TrainConfig, apply_overrides, field_types, get_profile, parse_set
+from bench.core.config import (PROFILE_METHOD_SETS, PROFILES, TrainConfig, apply_overrides,
+                               check_choices, field_types, get_profile, parse_set)
 from bench.cli.data import add_data_options
 from bench.core.errors import choices_error
 from bench.sweep.executors import add_options as add_executor_options
@@ -25,21 +26,24 @@ def add_parser(sub) -> None:
     p.add_argument("--backbone", default=None,
                    help="backbone name(s), comma separated, or all (default: the dataset's)")
     p.add_argument("--seeds", default="5", help="N (seeds 0..N-1), A-B, or a comma list")
-    p.add_argument("--profile", default="paper", help="paper | quick")
+    p.add_argument("--profile", default="paper",
+                   help="paper (the released code's protocol) | paper-text | quick")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a training or method hyper-parameter (repeatable)")
     p.add_argument("--results", default="results", help="run-record root")
     p.add_argument("--data-root", default=None, help="where dataset files live")
     add_data_options(p)  # --data-opt KEY=VALUE, --download
     p.add_argument("--pretrained", action="store_true",
-                   help="ImageNet weights from the local timm/Hugging Face cache")
+                   help="ImageNet weights from the local torch hub / Hugging Face cache")
     p.add_argument("--weights", default=None, metavar="PATH",
                    help="initial backbone weights (.safetensors or torch state dict)")
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if present)")
     p.add_argument("--force", action="store_true", help="retrain finished seeds")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--dry-run", action="store_true",
-                   help="list the runs and which are done, then exit")
+                   help="list the runs, which are done and each run's protocol, then exit")
+    p.add_argument("--json", action="store_true",
+                   help="with --dry-run: one JSON object per run (protocol and status)")
     add_executor_options(p)
     p.set_defaults(func=run)
 
@@ -62,8 +66,15 @@ def list_registries() -> str:
 
 
 def _profile_text(cfg: TrainConfig) -> str:
+    """A profile's schedule, then every field it sets away from the paper profile."""
+    base = PROFILES["paper"]
+    diff = [f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
+            if getattr(cfg, f.name) != getattr(base, f.name)]
+    name = next(n for n, c in PROFILES.items() if c is cfg)
+    diff += [f"{k}={v}" for k, v in PROFILE_METHOD_SETS.get(name, {}).items()]
     return (f"{cfg.cycles} cycles x {cfg.epochs_per_cycle} epochs, SGD lr {cfg.lr}, "
-            f"momentum {cfg.momentum}, batch {cfg.batch_size}")
+            f"momentum {cfg.momentum}, batch {cfg.batch_size}"
+            + (f"; {', '.join(diff)}" if diff else ""))
 
 
 def resolve_run(args):
@@ -77,7 +88,10 @@ def resolve_run(args):
     datasets = expand_names(args.dataset, DATASETS.names(), "dataset", DATASETS)
     backbones = None
     if args.backbone is not None:
-        backbones = expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES)
+        from bench.train.backbones import canonical_backbone
+
+        backbones = [canonical_backbone(b) for b in
+                     expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES)]
     names = expand_names(args.method, training_methods(), "method", METHODS,
                          aliases={"paper": list(PAPER_METHODS)})
     raw = parse_set(args.overrides)
@@ -91,7 +105,10 @@ def resolve_run(args):
     from bench.train.loop import check_config  # torch: imported only when running
 
     check_config(cfg)  # a bad choice fails here, not once per run
-    per_method = {n: {k: v for k, v in raw.items() if k in owned[n]} for n in names}
+    check_choices(cfg)
+    preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
+    per_method = {n: {k: v for k, v in {**preset, **raw}.items() if k in owned[n]}
+                  for n in names}
     methods = [create_method(n, per_method[n]) for n in names]
     return seeds, methods, cfg, datasets, backbones, per_method
 
@@ -107,7 +124,11 @@ def run(args) -> int:
                                      args.results, args.data_root, args.device, args.force,
                                      load_options(args), getattr(args, "weights", None))
     if args.dry_run:
-        print(dry_run_table(specs))
+        from bench.sweep.dryrun import protocol_json, protocol_table, protocols
+
+        rows = protocols(specs, experiments)
+        print(protocol_json(rows) if args.json else
+              f"{dry_run_table(specs)}\n\n{protocol_table(rows)}")
         return 0
     outcomes = run_sweep(specs, args, progress=not args.no_progress)
     complete = {o["record"] for o in outcomes if o["status"] in ("done", "skipped")}

@@ -11,8 +11,11 @@ def cosine_lr(step: int, steps_per_cycle: int, lr: float, eta_min: float) -> flo
     return eta_min + (lr - eta_min) * (1 + math.cos(math.pi * t / steps_per_cycle)) / 2
 
 
-def steps_per_epoch(n: int, batch_size: int) -> int:
-    """Batches an epoch trains: a trailing batch of one image is dropped
-    unless it is the only one."""
+def steps_per_epoch(n: int, batch_size: int, drop_last: bool = False) -> int:
+    """Batches an epoch trains. drop_last (the released loader): only full
+    batches (at least one). Otherwise a trailing batch of one image is dropped
+    (BatchNorm cannot train on one sample) unless it is the only one."""
     full, rest = divmod(n, batch_size)
+    if drop_last and full:
+        return full
     return full + (1 if rest > 1 or (rest == 1 and full == 0) else 0)

@@ -117,46 +117,52 @@ def load_options(args) -> tuple:
     return tuple(sorted(load_kwargs(args).items()))
 
 
-def bundle_for(dataset: str, backbone: str, image_size: int, data_root: str | None,
+def bundle_for(dataset: str, backbone: str, cfg: TrainConfig, method, data_root: str | None,
                options: tuple = ()):
-    """The dataset as a run of `backbone` sees it (loaded once per process).
+    """The dataset as one run sees it: each split loaded at the run's size
+    (bench.train.protocol.resolve_sizes: per-method sizes, the backbone's
+    minimum, explicit --set sizes). Loads are cached per size in this process."""
+    from bench.train.protocol import resolve_sizes
 
-    A backbone that needs a larger size than the dataset's default (ConvNeXt
-    at 28 px -> 32 px on PathMNIST) gets the dataset reloaded at that size; the
-    run hash records the size actually used. An explicit --set image_size the
-    backbone rejects is an error. `backbone == ""` is the default-backbone lookup."""
-    bundle = _load(dataset, image_size, data_root, options)
-    if not backbone:
-        return bundle
-    from bench.train.backbones import fit_size
-
-    need = fit_size(backbone, bundle.image_size)
-    if need == bundle.image_size:
-        return bundle
-    if image_size:
-        raise BenchError(f"--set image_size={image_size}: backbone '{backbone}' needs "
-                         f"{need} px here; use --set image_size={need}")
-    return _load(dataset, need, data_root, options)
+    base = _load(dataset, 0, data_root, options)
+    sizes = resolve_sizes(cfg, base.image_size, backbone, method)
+    at = {size: base if size == base.image_size else _load(dataset, size, data_root, options)
+          for size in {sizes.augment, sizes.train, sizes.test}}
+    return dataclasses.replace(base, train=at[sizes.augment].train, val=at[sizes.train].val,
+                               test=at[sizes.test].test)
 
 
-@functools.lru_cache(maxsize=4)
+def default_backbone(dataset: str, data_root: str | None, options: tuple = ()) -> str:
+    return _load(dataset, 0, data_root, options).default_backbone
+
+
+@functools.lru_cache(maxsize=8)
 def _load(dataset: str, image_size: int, data_root: str | None, options: tuple):
     from bench.datasets import load_dataset
 
     return load_dataset(dataset, data_root, image_size=image_size, **dict(options))
 
 
+def weights_for(spec: "RunSpec", heads: int):
+    """The initial weights of a run (None = random): --weights, else under
+    --pretrained the ImageNet tag the protocol gives this backbone and head count."""
+    from bench.train.weights import imagenet_tag, resolve_weights
+
+    cfg = spec.train
+    tag = imagenet_tag(spec.backbone, cfg.backbone_impl, cfg.imagenet_weights, heads)
+    return resolve_weights(spec.backbone, cfg.pretrained, spec.weights,
+                           dict(spec.load_options).get("download", False),
+                           impl=cfg.backbone_impl, tag=tag)
+
+
 def experiment_for(spec: "RunSpec", method):
     """(Experiment, bundle) for a spec, computed the same way by the sweep and the worker."""
     from bench.train.experiment import make_experiment
 
-    from bench.train.weights import resolve_weights
-
-    bundle = bundle_for(spec.dataset, spec.backbone, spec.train.image_size, spec.data_root,
+    bundle = bundle_for(spec.dataset, spec.backbone, spec.train, method, spec.data_root,
                         spec.load_options)
-    weights = resolve_weights(spec.backbone, spec.train.pretrained, spec.weights,
-                              dict(spec.load_options).get("download", False))
-    return make_experiment(bundle, spec.backbone, method, spec.train, weights=weights), bundle
+    return make_experiment(bundle, spec.backbone, method, spec.train,
+                           weights=weights_for(spec, method.heads)), bundle
 
 
 def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
@@ -171,8 +177,7 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
     for dataset in datasets:
         for backbone in backbones or [None]:
             if backbone is None:
-                backbone = bundle_for(dataset, "", cfg.image_size, data_root,
-                                      options).default_backbone
+                backbone = default_backbone(dataset, data_root, options)
             for method in methods:
                 proto = RunSpec(dataset, backbone, method.name,
                                 tuple(sorted(overrides.get(method.name, {}).items())), cfg, 0, "",

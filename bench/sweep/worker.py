@@ -107,7 +107,8 @@ def _prepare(spec: RunSpec):
         raise BenchError(f"config hash {exp.chash} differs from the sweep's {spec.chash} "
                          f"(dataset files or code changed since the grid was built)")
     device = spec.device or default_device()
-    total = steps_per_epoch(len(bundle.train), exp.train.batch_size) * exp.train.epochs
+    cfg = exp.train
+    total = steps_per_epoch(len(bundle.train), cfg.batch_size, cfg.drop_last) * cfg.epochs
     return method, exp, bundle, device, total
 
 

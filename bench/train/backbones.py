@@ -2,7 +2,9 @@
 
 A backbone factory returns a `Backbone`: a module mapping images [B,3,H,W] to
 pooled features [B,D]. The method decides how many heads go on top; the
-model always returns logits shaped [B, M, K].
+model always returns logits shaped [B, M, K]. The paper's three backbones are
+built by torchvision (the released code, DESIGN 1b) or timm (`backbone_impl`);
+any timm model is a backbone as `timm/<name>`.
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ class Backbone:
     head_prefix: Optional[Callable[[], nn.Module]] = None
     weights: str = "random"  # provenance: which initial weights were loaded
     min_size: int = 1  # images smaller than this are rejected / rounded up
+    impl: str = "bench"  # which library built it: torchvision | timm | bench
+    drop_path: float = 0.0  # the stochastic-depth rate actually set
 
 
 class MultiHeadNet(nn.Module):
@@ -57,17 +61,20 @@ class MultiHeadNet(nn.Module):
 
 
 def create_backbone(name: str, image_size: int, pretrained: bool = False,
-                    weights: Optional["WeightsSpec"] = None) -> Backbone:
+                    weights: Optional["WeightsSpec"] = None, impl: str = "torchvision",
+                    drop_path: float = -1.0) -> Backbone:
+    """`impl` and `drop_path` (-1 = the implementation's default) apply to the
+    backbones that have them; weights, when given, are loaded (no download)."""
     factory = BACKBONES.get(name)
-    if weights is not None:
-        return factory(image_size=image_size, pretrained=True, weights=weights)
-    return factory(image_size=image_size, pretrained=pretrained)
+    return factory(image_size=image_size, pretrained=pretrained or weights is not None,
+                   weights=weights, impl=impl, drop_path=drop_path)
 
 
 def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
-                pretrained: bool = False, weights: Optional["WeightsSpec"] = None
+                pretrained: bool = False, weights: Optional["WeightsSpec"] = None,
+                impl: str = "torchvision", drop_path: float = -1.0
                 ) -> tuple[MultiHeadNet, Backbone]:
-    bb = create_backbone(backbone, image_size, pretrained, weights)
+    bb = create_backbone(backbone, image_size, pretrained, weights, impl, drop_path)
     if image_size < bb.min_size:
         from bench.core.errors import BenchError
 
@@ -78,7 +85,8 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
 
 # name -> (min size, multiple): the image size a backbone can take. ConvNeXt's
 # stride-32 stem+downsamplings fail at 28 px (DESIGN §2), so PathMNIST uses 32.
-SIZE_RULES = {"convnext_tiny": (32, 32), "swin_tiny": (28, 4), "resnet50": (8, 1)}
+# Both implementations floor odd sizes in each downsampling (150 px works).
+SIZE_RULES = {"convnext_tiny": (32, 1), "swin_tiny": (28, 4), "resnet50": (8, 1)}
 
 
 def fit_size(backbone: str, size: int) -> int:
@@ -97,7 +105,7 @@ def _conv_bn(cin: int, cout: int, stride: int) -> nn.Sequential:
 
 
 @BACKBONES.register("smallcnn", "4-layer CNN (32-64-128-128), CPU demo backbone, any size >= 8 px")
-def smallcnn(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
+def smallcnn(image_size: int, pretrained: bool = False, weights=None, **_) -> Backbone:
     if pretrained or weights is not None:
         from bench.core.errors import BenchError
 
@@ -110,57 +118,186 @@ def smallcnn(image_size: int, pretrained: bool = False, weights=None) -> Backbon
 
 
 def timm_backbone(model_name: str, image_size: int, pretrained: bool, weights=None,
-                  **kwargs) -> Backbone:
+                  drop_path: float = -1.0, **kwargs) -> Backbone:
     """Any timm model as a pooled-feature extractor (num_classes=0).
 
     Weights never come from timm's own download path: `--pretrained` reads
     the local Hugging Face / torch-hub cache and `--weights` a file, both as
-    tensors only (see bench/weights.py)."""
+    tensors only (see bench/train/weights.py)."""
     import timm
 
     from bench.train.weights import load_into, resolve_weights
 
+    if drop_path >= 0:
+        kwargs["drop_path_rate"] = drop_path
     model = timm.create_model(model_name, pretrained=False, num_classes=0, **kwargs)
     if pretrained and weights is None:
-        weights = resolve_weights(model_name, pretrained=True)
+        weights = resolve_weights(model_name, pretrained=True, impl="timm")
     if weights is not None:
         load_into(model, weights, model_name)
-    return Backbone(model, model.num_features, weights=weights.label if weights else "random")
+    return Backbone(model, model.num_features, weights=weights.label if weights else "random",
+                    impl="timm", drop_path=max_drop_path(model))
 
 
-@BACKBONES.register("resnet18", "timm resnet18 (11M params), small CPU-friendly backbone")
-def resnet18(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
-    return timm_backbone("resnet18", image_size, pretrained, weights)
+def max_drop_path(model: nn.Module) -> float:
+    """The largest stochastic-depth rate in `model` (the configured rate: both
+    libraries ramp it linearly over the blocks up to that value)."""
+    from torchvision.ops import StochasticDepth
+
+    rates = [float(getattr(m, "drop_prob", getattr(m, "p", 0.0))) for m in model.modules()
+             if isinstance(m, StochasticDepth) or type(m).__name__ == "DropPath"]
+    return max(rates, default=0.0)
 
 
-@BACKBONES.register("resnet50", "timm resnet50 (25M params), the paper's ResNet50, any size >= 8 px")
-def resnet50(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
-    bb = timm_backbone("resnet50", image_size, pretrained, weights)
-    bb.min_size = SIZE_RULES["resnet50"][0]
-    return bb
+# The libraries' default stochastic-depth rates (torchvision's builders, timm's
+# model defaults), for --dry-run without building a model. Others: none.
+DEFAULT_DROP_PATH = {("torchvision", "convnext_tiny"): 0.1, ("torchvision", "swin_tiny"): 0.2,
+                     ("timm", "swin_tiny"): 0.1}
 
 
-@BACKBONES.register("convnext_tiny", "timm convnext_tiny (28M), a fresh head LayerNorm per head; "
-                    "sizes multiple of 32 (PathMNIST: 32 px)")
-def convnext_tiny(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
-    bb = timm_backbone("convnext_tiny", image_size, pretrained, weights)
+def backbone_impl(name: str, impl: str) -> str:
+    """Which library builds backbone `name` under backbone_impl=`impl`."""
+    if name in TORCHVISION:
+        return impl
+    return "bench" if name == "smallcnn" else "timm"
+
+
+def drop_path_rate(name: str, impl: str, drop_path: float) -> float:
+    """The stochastic-depth rate a backbone gets (drop_path -1 = the default)."""
+    if name == "resnet50" and impl == "torchvision" or name == "smallcnn":
+        return 0.0  # no stochastic depth in these models
+    if drop_path >= 0:
+        return drop_path
+    return DEFAULT_DROP_PATH.get((backbone_impl(name, impl), name), 0.0)
+
+
+# ------------------------------------------------------------ torchvision --
+# name -> (torchvision builder, weights enum, the classifier attribute the heads replace)
+TORCHVISION = {
+    "resnet50": ("resnet50", "ResNet50_Weights", "fc"),
+    "convnext_tiny": ("convnext_tiny", "ConvNeXt_Tiny_Weights", "classifier"),
+    "swin_tiny": ("swin_t", "Swin_T_Weights", "head"),
+}
+
+
+def torchvision_backbone(name: str, pretrained: bool, weights=None,
+                         drop_path: float = -1.0) -> Backbone:
+    """The released code's model: torchvision's builder (its default stochastic
+    depth unless drop_path >= 0), the classifier removed (the heads are new)."""
+    import torchvision
+
+    from bench.train.weights import load_into, resolve_weights
+
+    builder, _, classifier = TORCHVISION[name]
+    kwargs = {"stochastic_depth_prob": drop_path} if drop_path >= 0 and name != "resnet50" else {}
+    model = getattr(torchvision.models, builder)(weights=None, **kwargs)
+    dim, prefix = _drop_classifier(model, classifier)
+    if pretrained and weights is None:
+        weights = resolve_weights(name, pretrained=True, impl="torchvision")
+    if weights is not None:
+        load_into(model, weights, f"torchvision {builder}")
+    return Backbone(model, dim, head_prefix=prefix, weights=weights.label if weights else "random",
+                    min_size=SIZE_RULES[name][0], impl="torchvision",
+                    drop_path=max_drop_path(model))
+
+
+def _drop_classifier(model: nn.Module, attr: str):
+    """Replace the classifier by Identity; returns (feature dim, head prefix).
+    ConvNeXt: every head gets a fresh LayerNorm2d + Flatten before its Linear,
+    as the released code built it (the pretrained classifier norm is dropped)."""
+    old = getattr(model, attr)
+    setattr(model, attr, nn.Identity())
+    if isinstance(old, nn.Linear):
+        return old.in_features, None
+    from torchvision.models.convnext import LayerNorm2d
+
+    norm, linear = old[0], old[-1]
+    return linear.in_features, lambda: nn.Sequential(
+        LayerNorm2d(linear.in_features, eps=norm.eps), nn.Flatten(1))
+
+
+# ------------------------------------------------------------------- timm --
+def _timm_convnext(image_size: int, pretrained: bool, weights, drop_path: float) -> Backbone:
+    bb = timm_backbone("convnext_tiny", image_size, pretrained, weights, drop_path)
     model = bb.features
     # timm applies head.norm (LayerNorm over channels) after pooling. The
-    # released code replaced the classifier and gave every head a NEW
-    # LayerNorm2d (weight 1, bias 0) before its Linear; do the same, so
-    # pretrained runs start from the same head as the paper's.
+    # released code gave every head a NEW norm (weight 1, bias 0) before its
+    # Linear; do the same, so pretrained runs start from the same head.
     eps = model.head.norm.eps
     model.head.norm = nn.Identity()
     bb.head_prefix = lambda: nn.LayerNorm(bb.dim, eps=eps)
-    bb.min_size = SIZE_RULES["convnext_tiny"][0]
     return bb
 
 
-@BACKBONES.register("swin_tiny", "timm swin_tiny_patch4_window7_224 (28M); img_size set to the "
-                    "image size (windows clamped at 28/32 px)")
-def swin_tiny(image_size: int, pretrained: bool = False, weights=None) -> Backbone:
-    size = image_size or 224
-    bb = timm_backbone("swin_tiny_patch4_window7_224", size, pretrained, weights,
-                       img_size=size)
-    bb.min_size = SIZE_RULES["swin_tiny"][0]
+TIMM = {
+    "resnet50": lambda size, pre, w, dp: timm_backbone("resnet50", size, pre, w, dp),
+    "convnext_tiny": _timm_convnext,
+    # img_size set to the image size (windows clamped at 28/32 px)
+    "swin_tiny": lambda size, pre, w, dp: timm_backbone(
+        "swin_tiny_patch4_window7_224", size or 224, pre, w, dp, img_size=size or 224),
+}
+
+
+def paper_backbone(name: str, image_size: int, pretrained: bool, weights, impl: str,
+                   drop_path: float) -> Backbone:
+    if impl == "torchvision":
+        return torchvision_backbone(name, pretrained, weights, drop_path)
+    bb = TIMM[name](image_size, pretrained, weights, drop_path)
+    bb.min_size = SIZE_RULES[name][0]
     return bb
+
+
+@BACKBONES.register("resnet18", "timm resnet18 (11M params), small CPU-friendly backbone")
+def resnet18(image_size: int, pretrained: bool = False, weights=None, drop_path: float = -1.0,
+             **_) -> Backbone:
+    return timm_backbone("resnet18", image_size, pretrained, weights, drop_path)
+
+
+@BACKBONES.register("resnet50", "ResNet50 (25M params), torchvision (or timm: backbone_impl), "
+                    "any size >= 8 px")
+def resnet50(image_size: int, pretrained: bool = False, weights=None,
+             impl: str = "torchvision", drop_path: float = -1.0) -> Backbone:
+    return paper_backbone("resnet50", image_size, pretrained, weights, impl, drop_path)
+
+
+@BACKBONES.register("convnext_tiny", "ConvNeXt-T (28M), torchvision (drop path 0.1) or timm; "
+                    "a fresh head norm per head; >= 32 px (PathMNIST: 32)")
+def convnext_tiny(image_size: int, pretrained: bool = False, weights=None,
+                  impl: str = "torchvision", drop_path: float = -1.0) -> Backbone:
+    return paper_backbone("convnext_tiny", image_size, pretrained, weights, impl, drop_path)
+
+
+@BACKBONES.register("swin_tiny", "Swin-T (28M), torchvision swin_t (drop path 0.2) or timm "
+                    "swin_tiny_patch4_window7_224; >= 28 px")
+def swin_tiny(image_size: int, pretrained: bool = False, weights=None,
+              impl: str = "torchvision", drop_path: float = -1.0) -> Backbone:
+    return paper_backbone("swin_tiny", image_size, pretrained, weights, impl, drop_path)
+
+
+def _timm_any(image_size: int, pretrained: bool = False, weights=None, drop_path: float = -1.0,
+              model_name: str = "", **_) -> Backbone:
+    return timm_backbone(model_name, image_size, pretrained, weights, drop_path)
+
+
+TIMM_PREFIX = "timm:"
+
+
+def canonical_backbone(name: str) -> str:
+    """'timm/<model>' (as users write timm's hub names) -> 'timm:<model>': the
+    name in records and tables (a '/' would add a directory level)."""
+    return TIMM_PREFIX + name[5:] if name.startswith("timm/") else name
+
+
+def _resolve_timm(name: str):
+    """'timm:<model>[.<tag>]' -> any model timm knows (built offline, random
+    init; weights from --weights or the local cache)."""
+    name = canonical_backbone(name)
+    if not name.startswith(TIMM_PREFIX):
+        return None
+    import timm
+
+    model = name.removeprefix(TIMM_PREFIX)
+    return (_timm_any, {"model_name": model}) if timm.is_model(model) else None
+
+
+BACKBONES.add_resolver(_resolve_timm)

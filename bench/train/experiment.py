@@ -50,12 +50,19 @@ class Experiment:
 
 def make_experiment(bundle, backbone: str, method, cfg: TrainConfig,
                     weights: Optional[WeightsSpec] = None) -> Experiment:
-    cfg = dataclasses.replace(cfg, image_size=bundle.image_size)  # the size actually used
+    cfg = dataclasses.replace(cfg, **used_sizes(bundle))
     return Experiment(
         dataset=bundle.name, backbone=backbone, method=method.name,
         method_params=tuple(sorted(method.params_dict().items())), heads=method.heads,
         train=cfg, data_identity=tuple(sorted(bundle.identity.items())), weights=weights,
     )
+
+
+def used_sizes(bundle) -> dict:
+    """The pixels a run actually uses, read from its splits (grid.bundle_for
+    loads each split at its size): what the record and the hash carry."""
+    px = {s: int(bundle.split(s).images.shape[1]) for s in ("train", "val", "test")}
+    return {"augment_size": px["train"], "image_size": px["val"], "test_size": px["test"]}
 
 
 def default_device() -> str:
@@ -67,8 +74,9 @@ def init_model(exp: Experiment, bundle, method, seed: int):
     the one order every training path uses, so fused and single runs agree."""
     method.setup(bundle.num_classes, seed)
     torch.manual_seed(seed)
-    return build_model(exp.backbone, bundle.image_size, method.heads, bundle.num_classes,
-                       pretrained=exp.train.pretrained, weights=exp.weights)
+    return build_model(exp.backbone, exp.train.image_size, method.heads, bundle.num_classes,
+                       pretrained=exp.train.pretrained, weights=exp.weights,
+                       impl=exp.train.backbone_impl, drop_path=exp.train.drop_path)
 
 
 def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: int,

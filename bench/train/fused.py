@@ -30,7 +30,7 @@ from tqdm import tqdm
 from bench.train.augment import apply_ops, augment_batch, sample_params
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
-from bench.core.metrics import auc_ovr_macro, head_probs
+from bench.train.protocol import checkpoint_auc, to_model_size
 from bench.core.transfer import h2d
 from bench.train.loop import (AUG_STREAM, TrainResult, autocast, check_finite, cosine_lr,
                       epoch_batches, make_sgd, normalise, set_backends, steps_per_epoch,
@@ -116,7 +116,8 @@ def fused_step(fm, methods, opt, xs, ys, gens, aug_gens, cfg) -> torch.Tensor:
     """One SGD step of every member; returns the per-member losses [S]. Work
     that is the same for every member runs once over all of them (augmentation
     kernels, normalisation): at batch 8 each kernel launch counts."""
-    x = normalise(_augment(xs, aug_gens, cfg)).split([len(t) for t in xs])
+    x = to_model_size(_augment(xs, aug_gens, cfg), cfg.image_size)  # as train_step
+    x = normalise(x).split([len(t) for t in xs])
     batches = [m.batch(xi, y, g) for m, xi, y, g in zip(methods, x, ys, gens)]
     with autocast(x[0].device, cfg.bf16):
         logits = fm(torch.stack([b[0] for b in batches]))
@@ -143,7 +144,7 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
     xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
     y_train = torch.from_numpy(data.train.labels).to(device)
     opt = make_sgd(fm.params.values(), cfg)
-    cycle_steps = steps_per_epoch(len(y_train), cfg.batch_size) * cfg.epochs_per_cycle
+    cycle_steps = steps_per_epoch(len(y_train), cfg.batch_size, cfg.drop_last) * cfg.epochs_per_cycle
     best = [(-math.inf, None)] * len(seeds)
     aucs, step, seen, seconds = [[] for _ in seeds], 0, 0, 0.0
     bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"fused x{len(seeds)}", leave=False,
@@ -153,7 +154,7 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
         for epoch in range(cfg.epochs_per_cycle):
             fm.train(True)
             losses, first = [], step
-            orders = [epoch_batches(len(y_train), cfg.batch_size, g) for g in gens]
+            orders = [epoch_batches(len(y_train), cfg.batch_size, g, cfg.drop_last) for g in gens]
             for idxs in zip(*orders):
                 for group in opt.param_groups:
                     group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
@@ -168,18 +169,18 @@ def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list
         sync(device)
         seconds += time.perf_counter() - t0
         best = _keep_best(fm, predict_fused(fm, xs["val"], cfg), data.val.labels, cycle,
-                          best, aucs)
+                          best, aucs, cfg.checkpoint_score)
         bar.set_postfix(val_auc=" ".join(f"{a[-1]:.3f}" for a in aucs))
     bar.close()
     return _results(fm, best, aucs, xs, cfg, seconds, seen, step)
 
 
-def _keep_best(fm, val_logits, val_labels, cycle, best, aucs):
+def _keep_best(fm, val_logits, val_labels, cycle, best, aucs, rule="released"):
     """Per member: keep the checkpoint with the best validation AUC, and its
     validation logits, under train()'s rule (strictly better wins; NaN never)."""
     out = list(best)
     for s in range(fm.size):
-        auc = auc_ovr_macro(head_probs(val_logits[s]), val_labels)
+        auc = checkpoint_auc(val_logits[s], val_labels, rule)
         aucs[s].append(auc)
         if out[s][1] is None or val_score(auc) > out[s][0]:
             out[s] = (val_score(auc), (cycle + 1, fm.snapshot(s), val_logits[s]))

@@ -42,9 +42,11 @@ def methods_key(spec) -> tuple:
     file is read) and never looser than the payload itself."""
     from bench.methods import create_method
 
-    heads = create_method(spec.method, dict(spec.method_overrides)).heads
+    method = create_method(spec.method, dict(spec.method_overrides))
+    # size_rule=released trains some methods at other sizes (DESIGN 1b)
+    size = method.released_train_size if spec.train.size_rule == "released" else 0
     return (spec.dataset, spec.backbone, spec.train, spec.data_root, spec.load_options,
-            spec.weights, heads, spec.results, spec.device)
+            spec.weights, method.heads, size, spec.results, spec.device)
 
 
 def fuse_groups(specs, mode: str = "seeds", max_size: int | None = None) -> list[list]:

@@ -22,7 +22,7 @@ from bench.train.augment import MODES, augment_batch
 from bench.core.config import TrainConfig
 from bench.core.schedule import cosine_lr, steps_per_epoch  # noqa: F401  (re-exported)
 from bench.core.errors import BenchError, choices_error
-from bench.core.metrics import auc_ovr_macro, head_probs
+from bench.train.protocol import checkpoint_auc, set_deterministic, to_model_size
 from bench.core.transfer import h2d
 
 # ImageNet statistics on the 0..255 scale, so normalisation is one fused op.
@@ -52,11 +52,11 @@ class TrainResult:
 
 
 # ---------------------------------------------------------------- schedule --
-def epoch_batches(n: int, batch_size: int, gen: torch.Generator) -> list[torch.Tensor]:
-    """A seeded permutation cut into batches. A trailing batch of one image is
-    dropped: BatchNorm cannot train on a single sample."""
+def epoch_batches(n: int, batch_size: int, gen: torch.Generator,
+                  drop_last: bool = False) -> list[torch.Tensor]:
+    """A seeded permutation cut into batches (steps_per_epoch says which are kept)."""
     perm = torch.randperm(n, generator=gen)
-    return list(perm.split(batch_size))[:steps_per_epoch(n, batch_size)]
+    return list(perm.split(batch_size))[:steps_per_epoch(n, batch_size, drop_last)]
 
 
 # -------------------------------------------------------------------- data --
@@ -100,6 +100,7 @@ def train_step(model, method, opt, x, y, gen, cfg: TrainConfig,
                aug_gen: torch.Generator) -> torch.Tensor:
     if cfg.augment:
         x = augment_batch(x, aug_gen, cfg.augment_mode)
+    x = to_model_size(x, cfg.image_size)  # augmented at augment_size, trained at image_size
     x, target = method.batch(normalise(x, cfg.channels_last), y, gen)
     with autocast(x.device, cfg.bf16):
         loss = method.loss(model(x), target)
@@ -143,8 +144,9 @@ def make_sgd(params, cfg: TrainConfig) -> torch.optim.SGD:
 
 def set_backends(cfg: TrainConfig, device: torch.device) -> None:
     """Process-wide backend switches (each run has its own process in a sweep)."""
+    set_deterministic(cfg.deterministic)
     if device.type == "cuda":
-        torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+        torch.backends.cudnn.benchmark = cfg.cudnn_benchmark and not cfg.deterministic
 
 
 def check_config(cfg: TrainConfig) -> None:
@@ -173,7 +175,7 @@ def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
     xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
     y_train = torch.from_numpy(data.train.labels).to(device)
     opt = make_sgd(model.parameters(), cfg)
-    per_epoch = steps_per_epoch(len(y_train), cfg.batch_size)
+    per_epoch = steps_per_epoch(len(y_train), cfg.batch_size, cfg.drop_last)
     cycle_steps = per_epoch * cfg.epochs_per_cycle
     best, best_auc, aucs, step, seen, seconds = None, -math.inf, [], 0, 0, 0.0
     bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"seed {seed}", leave=False,
@@ -183,7 +185,7 @@ def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
         for epoch in range(cfg.epochs_per_cycle):
             model.train()
             losses, first = [], step
-            for idx in epoch_batches(len(y_train), cfg.batch_size, gen):
+            for idx in epoch_batches(len(y_train), cfg.batch_size, gen, cfg.drop_last):
                 for group in opt.param_groups:
                     group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
                 idx = h2d(idx, device)
@@ -195,7 +197,7 @@ def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
         sync(device)
         seconds += time.perf_counter() - t0
         val_logits = predict(model, xs["val"], cfg)
-        auc = auc_ovr_macro(head_probs(val_logits), data.val.labels)
+        auc = checkpoint_auc(val_logits, data.val.labels, cfg.checkpoint_score)
         aucs.append(auc)
         bar.set_postfix(val_auc=f"{auc:.4f}")
         if best is None or val_score(auc) > best_auc:  # strict: ties keep the earlier cycle

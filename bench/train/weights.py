@@ -1,9 +1,12 @@
 """Initial backbone weights: found in the local cache or a user file, read as
 tensors only, and named so that config.json (and the run hash) say which.
 
-`--pretrained` looks up the backbone's pinned ImageNet tag (IMAGENET_TAGS,
-e.g. timm/resnet50.tv_in1k) in the local Hugging Face cache, then the file
-of its original URL in the torch hub cache; `--download` fetches it when online. `--weights PATH` reads a
+`--pretrained` looks up the backbone's ImageNet weights: for torchvision
+backbones (the released code's) the file of the weight tag's URL (e.g.
+ResNet50_Weights.IMAGENET1K_V2) in the torch hub cache; for timm backbones the
+pinned tag (IMAGENET_TAGS, e.g. timm/resnet50.tv_in1k) in the local Hugging
+Face cache, then its URL's file in the torch hub cache. `--download` fetches
+it when online. `--weights PATH` reads a
 `.safetensors` file or a torch state dict with `torch.load(weights_only=True)`
 - never unpickling arbitrary objects. Every method of a backbone gets the
 same weights, resolved once per `bench run`.
@@ -59,7 +62,39 @@ IMAGENET_TAGS["swin_tiny_patch4_window7_224"] = IMAGENET_TAGS["swin_tiny"]  # ti
 
 def timm_name(backbone: str) -> str:
     """The pretrained tag to look up (timm's default tag for unlisted names)."""
-    return IMAGENET_TAGS.get(backbone, backbone)
+    return IMAGENET_TAGS.get(backbone, backbone.removeprefix("timm:"))
+
+
+# backbone -> torchvision weights enum (the released code's ImageNet weights)
+TORCHVISION_ENUMS = {"resnet50": "ResNet50_Weights", "convnext_tiny": "ConvNeXt_Tiny_Weights",
+                     "swin_tiny": "Swin_T_Weights"}
+
+
+def imagenet_tag(backbone: str, impl: str, rule: str, heads: int) -> str:
+    """The ImageNet weights a run of `backbone` with `heads` heads starts from.
+    torchvision, rule "released": IMAGENET1K_V1, except ResNet50 IMAGENET1K_V2
+    for multi-head models (train_PMH.py); rule "same": V1 for every method."""
+    if impl == "torchvision" and backbone in TORCHVISION_ENUMS:
+        v2 = rule == "released" and backbone == "resnet50" and heads > 1
+        return f"{TORCHVISION_ENUMS[backbone]}.IMAGENET1K_{'V2' if v2 else 'V1'}"
+    if backbone == "smallcnn":
+        return ""
+    return f"timm/{timm_name(backbone)}"
+
+
+def _torchvision_file(tag: str, download: bool) -> tuple[str, str] | None:
+    """(path, source) of a torchvision weight tag in the torch hub cache."""
+    from torchvision.models import get_weight
+
+    url = get_weight(tag).url
+    local = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(url)
+    if not local.is_file() and download:
+        try:
+            torch.hub.load_state_dict_from_url(url, progress=False)
+        except Exception as err:  # network: one line to the user
+            raise BenchError(f"could not download {tag}: {str(err).splitlines()[0][:120]}; "
+                             "pass --weights PATH instead") from None
+    return (str(local), f"torchvision:{tag}") if local.is_file() else None
 
 
 def _cached_file(model_name: str) -> tuple[str, str] | None:
@@ -91,8 +126,10 @@ def _hub_id(model_name: str) -> str:
 
 
 def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None = None,
-                    download: bool = False) -> WeightsSpec | None:
-    """The weights a run will load (None = random init); fails in one line."""
+                    download: bool = False, impl: str = "timm",
+                    tag: str | None = None) -> WeightsSpec | None:
+    """The weights a run will load (None = random init); fails in one line.
+    `tag`: a torchvision weight tag (imagenet_tag) for torchvision backbones."""
     if weights:
         path = Path(weights)
         if not path.is_file():
@@ -101,6 +138,15 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
         return WeightsSpec(str(path), f"file:{path.name} sha256:{file_digest(path)}")
     if not pretrained:
         return None
+    if impl == "torchvision" and backbone in TORCHVISION_ENUMS:
+        tag = tag or imagenet_tag(backbone, impl, "same", 1)
+        hit = _torchvision_file(tag, download)
+        if hit is None:
+            raise BenchError(
+                f"no ImageNet weights for {backbone} ({tag}) in the torch hub cache "
+                f"({torch.hub.get_dir()}/checkpoints); rerun once online with --download, copy "
+                "that file here, or pass --weights PATH (a torchvision state dict)")
+        return WeightsSpec(hit[0], f"{hit[1]} sha256:{file_digest(hit[0])}")
     name = timm_name(backbone)
     import timm
 

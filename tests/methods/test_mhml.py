@@ -59,7 +59,7 @@ def test_weighted_head_ce_gradient_closed_form(heads):
 @pytest.mark.parametrize("heads", [1, 2, 4, 7])
 def test_paper_loss_total_gradient(heads):
     """Property 2 with the appendix's p^m: (w^m_y + p^m_y / sum_i p^i_y)(p^m - y)."""
-    method = ready("mhml", heads=heads, seed=5)
+    method = ready("mhml", heads=heads, seed=5, mh_loss="paper")
     z, y = rand_logits(heads, seed=20 + heads)
     (grad,) = torch.autograd.grad(method.loss(z, y), z)
     p = softmax_np(z.detach().numpy())
@@ -73,7 +73,7 @@ def test_paper_loss_total_gradient(heads):
 
 @pytest.mark.parametrize("heads", [2, 4])
 def test_paper_loss_value(heads):
-    method = ready("mhml", heads=heads)
+    method = ready("mhml", heads=heads, mh_loss="paper")
     z, y = rand_logits(heads, seed=30)
     p, yy, w = softmax_np(z.detach().numpy()), y.numpy(), method.weights.numpy()
     ce_mu = -np.log(p.mean(1)[np.arange(B), yy]).mean()
@@ -93,13 +93,14 @@ def test_released_loss_value(heads):
                 for m in range(heads)]
     expected = (ce_mean_logits + sum(per_head)) / (heads + 1)
     assert float(method.loss(z, y)) == pytest.approx(expected, rel=1e-6)
-    assert float(method.loss(z, y)) != pytest.approx(float(ready("mhml", heads=heads).loss(z, y)))
+    other = ready("mhml", heads=heads, mh_loss="paper")
+    assert float(method.loss(z, y)) != pytest.approx(float(other.loss(z, y)))
 
 
 def test_weights_paper_example_k4_m2():
     """K=4, M=2: [2, 1/2, 2, 1/2] and [1/2, 2, 1/2, 2] up to the seeded class shuffle."""
     for seed in range(5):
-        w = class_weights(4, 2, seed)
+        w = class_weights(4, 2, seed, rule="numpy")
         perm = np.random.default_rng(seed).permutation(4)
         # undo the shuffle: classes perm[0], perm[1] go to head 0, perm[2], perm[3] to head 1
         np.testing.assert_array_equal(w[:, perm], [[2, 2, .5, .5], [.5, .5, 2, 2]])
@@ -135,7 +136,9 @@ def test_named_variants_and_resolver():
     assert [create_method(n).heads for n in ("2hsl", "2hml", "4hml", "mhml")] == [2, 2, 4, 4]
     assert create_method("mhml", {"heads": "7"}).heads == 7
     assert create_method("8hml").heads == 8 and create_method("3hsl").multi_loss is False
-    assert create_method("2hml").params.mh_loss == "paper"
+    # the released code's loss and groups made the published numbers (DESIGN 1b)
+    assert create_method("2hml").params.mh_loss == "released"
+    assert create_method("2hml").params.class_groups == "python"
     with pytest.raises(BenchError, match="2hml has 2 heads"):
         create_method("2hml", {"heads": "3"})
 
@@ -158,16 +161,16 @@ def test_cli_rejects_16hml_on_digits_before_training(tmp_path, capsys):
 
 
 def test_mh_loss_recorded_in_run_config_and_hash():
-    from types import SimpleNamespace
-
     from bench.core.config import TrainConfig
+    from bench.datasets import load_dataset
     from bench.train.experiment import make_experiment
 
-    bundle = SimpleNamespace(name="digits", image_size=32, identity={})
+    bundle = load_dataset("digits")
     exps = {v: make_experiment(bundle, "smallcnn", create_method("4hml", {"mh_loss": v}),
                                TrainConfig()) for v in ("paper", "released")}
     for v, exp in exps.items():
-        assert exp.payload()["method_params"] == {"heads": 4, "mh_loss": v}
+        assert exp.payload()["method_params"] == {"heads": 4, "mh_loss": v,
+                                                  "class_groups": "python"}
     assert exps["paper"].chash != exps["released"].chash
 
 
@@ -176,3 +179,61 @@ def test_both_losses_pass_finite_difference_gradcheck(mh_loss):
     method = ready("mhml", heads=3, mh_loss=mh_loss)
     z, y = rand_logits(3, seed=50, b=4)
     assert torch.autograd.gradcheck(lambda t: method.loss(t, y), (z,))
+
+
+def test_released_loss_hand_worked_example():
+    """K=2, M=2, one sample of class 0, logits z^1 = [0, 0], z^2 = [ln 3, 0];
+    head weights [2, 1/2] and [1/2, 2]. By hand: mean logits [ln3/2, 0] ->
+    p_0 = sqrt3 / (sqrt3 + 1); head 1: p_0 = 1/2; head 2: p_0 = 3/4. PyTorch's
+    weighted mean over one sample is the plain CE, so the loss is
+    (-ln(sqrt3/(sqrt3+1)) - ln(1/2) - ln(3/4)) / 3."""
+    import math
+
+    method = create_method("2hml")
+    method.weights = torch.tensor([[2.0, 0.5], [0.5, 2.0]], dtype=torch.float64)
+    z = torch.tensor([[[0.0, 0.0], [math.log(3.0), 0.0]]], dtype=torch.float64)
+    y = torch.tensor([0])
+    s3 = math.sqrt(3.0)
+    expected = (-math.log(s3 / (s3 + 1)) - math.log(0.5) - math.log(0.75)) / 3
+    assert float(method.loss(z, y)) == pytest.approx(expected, rel=1e-12)
+    # two samples: the per-head CE is sum_n w_{y_n} l_n / sum_n w_{y_n}, not a plain mean
+    z2 = torch.zeros(2, 2, 2, dtype=torch.float64)
+    z2[1, 0, 1] = math.log(3.0)  # sample 2 (class 1): head 1 gives p_1 = 3/4
+    y2 = torch.tensor([0, 1])
+    head1 = (2.0 * math.log(2) + 0.5 * -math.log(0.75)) / 2.5
+    head2 = (0.5 * math.log(2) + 2.0 * math.log(2)) / 2.5
+    # sample 1's mean logits are [0, 0] (p_0 = 1/2); sample 2's are [0, ln3/2],
+    # so its class-1 probability is sqrt3/(sqrt3+1)
+    mean_logits = (math.log(2) - math.log(s3 / (s3 + 1))) / 2
+    expected2 = (mean_logits + head1 + head2) / 3
+    assert float(method.loss(z2, y2)) == pytest.approx(expected2, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 42])
+@pytest.mark.parametrize("k, m", [(4, 2), (9, 4), (23, 4), (10, 3)])
+def test_class_groups_follow_python_random(seed, k, m):
+    """The released rule: random.seed(seed); random.shuffle(classes); np.array_split."""
+    import random
+
+    from bench.methods.mhml import class_groups
+
+    state = random.getstate()
+    try:
+        random.seed(seed)
+        classes = list(range(k))
+        random.shuffle(classes)
+    finally:
+        random.setstate(state)
+    expected = [list(map(int, g)) for g in np.array_split(classes, m)]
+    assert class_groups(k, m, seed, "python") == expected
+    w = class_weights(k, m, seed)  # the default rule is the released one
+    for head, group in enumerate(expected):
+        assert (w[head, group] == m).all() and (np.delete(w[head], group) == 1 / m).all()
+    numpy_groups = class_groups(k, m, seed, "numpy")
+    assert numpy_groups == [list(map(int, g)) for g in
+                            np.array_split(np.random.default_rng(seed).permutation(k), m)]
+
+
+def test_class_groups_rule_is_checked():
+    with pytest.raises(BenchError, match="class_groups 'bogus'"):
+        create_method("2hml", {"class_groups": "bogus"})

@@ -1,4 +1,5 @@
-"""timm backbones at the paper's sizes, multi-head outputs, and weight loading."""
+"""The paper's backbones (torchvision, as released; timm as the alternative) at
+the paper's sizes, multi-head outputs, and weight loading."""
 from __future__ import annotations
 
 import numpy as np
@@ -78,7 +79,8 @@ def test_convnext_heads_each_have_their_own_fresh_layernorm(tmp_path):
     path = tmp_path / "cx.safetensors"
     save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(path))
     spec = resolve_weights("convnext_tiny", weights=str(path))
-    model, bb = build_model("convnext_tiny", 32, heads=2, num_classes=K, weights=spec)
+    model, bb = build_model("convnext_tiny", 32, heads=2, num_classes=K, weights=spec,
+                            impl="timm")
     assert bb.weights.startswith("file:cx.safetensors sha256:")
     norm0, norm1 = model.per_head[0][0], model.per_head[1][0]
     assert norm0.weight is not norm1.weight
@@ -135,7 +137,8 @@ def test_pretrained_without_cache_is_one_line(tmp_path, monkeypatch, capsys):
                  str(tmp_path / "res"), "--no-progress", "--profile", "quick"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
-    assert "timm/resnet50" in err and "--weights PATH" in err
+    # the released protocol: torchvision's V1 weights for a single-head model
+    assert "ResNet50_Weights.IMAGENET1K_V1" in err and "--weights PATH" in err
 
 
 def test_weights_recorded_in_config_and_hash(tmp_path):
