@@ -79,19 +79,24 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
         from bench.core.errors import BenchError
 
         raise BenchError(f"backbone '{backbone}' needs images of at least {bb.min_size} px, "
-                         f"got {image_size}; use --set image_size={fit_size(backbone, image_size)}")
+                         f"got {image_size}; use --set image_size="
+                         f"{fit_size(backbone, image_size, impl)}")
     return MultiHeadNet(bb, heads, num_classes), bb
 
 
 # name -> (min size, multiple): the image size a backbone can take. ConvNeXt's
 # stride-32 stem+downsamplings fail at 28 px (DESIGN §2), so PathMNIST uses 32.
-# Both implementations floor odd sizes in each downsampling (150 px works).
-SIZE_RULES = {"convnext_tiny": (32, 1), "swin_tiny": (28, 4), "resnet50": (8, 1)}
+# Both implementations floor odd sizes in each downsampling (150 px works);
+# torchvision's Swin pads to its patch and window sizes, timm's needs a
+# multiple of its patch size.
+SIZE_RULES = {"convnext_tiny": (32, 1), "swin_tiny": (28, 1), "resnet50": (8, 1)}
+TIMM_SIZE_RULES = {**SIZE_RULES, "swin_tiny": (28, 4)}
 
 
-def fit_size(backbone: str, size: int) -> int:
+def fit_size(backbone: str, size: int, impl: str = "torchvision") -> int:
     """The smallest size >= `size` that `backbone` accepts."""
-    low, multiple = SIZE_RULES.get(backbone, (1, 1))
+    rules = TIMM_SIZE_RULES if impl == "timm" else SIZE_RULES
+    low, multiple = rules.get(backbone, (1, 1))
     size = max(size, low)
     return -(-size // multiple) * multiple
 
@@ -145,7 +150,7 @@ def max_drop_path(model: nn.Module) -> float:
     from torchvision.ops import StochasticDepth
 
     rates = [float(getattr(m, "drop_prob", getattr(m, "p", 0.0))) for m in model.modules()
-             if isinstance(m, StochasticDepth) or type(m).__name__ == "DropPath"]
+             if isinstance(m, (StochasticDepth, RowDropPath)) or type(m).__name__ == "DropPath"]
     return max(rates, default=0.0)
 
 
@@ -189,8 +194,9 @@ def torchvision_backbone(name: str, pretrained: bool, weights=None,
     from bench.train.weights import load_into, resolve_weights
 
     builder, _, classifier = TORCHVISION[name]
-    kwargs = {"stochastic_depth_prob": drop_path} if drop_path >= 0 and name != "resnet50" else {}
-    model = getattr(torchvision.models, builder)(weights=None, **kwargs)
+    model = getattr(torchvision.models, builder)(weights=None)
+    if drop_path >= 0:
+        _scale_drop_path(model, drop_path)
     dim, prefix = _drop_classifier(model, classifier)
     if pretrained and weights is None:
         weights = resolve_weights(name, pretrained=True, impl="torchvision")
@@ -199,6 +205,17 @@ def torchvision_backbone(name: str, pretrained: bool, weights=None,
     return Backbone(model, dim, head_prefix=prefix, weights=weights.label if weights else "random",
                     min_size=SIZE_RULES[name][0], impl="torchvision",
                     drop_path=max_drop_path(model))
+
+
+def _scale_drop_path(model: nn.Module, rate: float) -> None:
+    """Set the stochastic-depth rate to `rate`, keeping torchvision's linear ramp
+    over the blocks (swin_t does not take the rate as an argument)."""
+    from torchvision.ops import StochasticDepth
+
+    mods = [m for m in model.modules() if isinstance(m, StochasticDepth)]
+    top = max((m.p for m in mods), default=0.0)
+    for m in mods:
+        m.p = m.p / top * rate if top else rate
 
 
 def _drop_classifier(model: nn.Module, attr: str):
@@ -214,6 +231,38 @@ def _drop_classifier(model: nn.Module, attr: str):
     norm, linear = old[0], old[-1]
     return linear.in_features, lambda: nn.Sequential(
         LayerNorm2d(linear.in_features, eps=norm.eps), nn.Flatten(1))
+
+
+class RowDropPath(nn.Module):
+    """torchvision's StochasticDepth(p, "row") drawn out of place, so that under
+    vmap(randomness="different") every fused member draws its own masks: the
+    same distribution (each sample kept with probability 1 - p, scaled by
+    1 / (1 - p)). torchvision's version fills an unbatched tensor in place,
+    which vmap refuses. timm's DropPath already draws from the batched input."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        survival = 1.0 - self.p
+        mask = torch.bernoulli(x.new_full((x.shape[0],) + (1,) * (x.dim() - 1), survival))
+        return x * mask.div_(survival) if survival > 0 else x * mask
+
+
+def vmap_safe_drop_path(model: nn.Module) -> nn.Module:
+    """Replace every torchvision StochasticDepth in `model` by RowDropPath (in place)."""
+    from torchvision.ops import StochasticDepth
+
+    for name, child in list(model.named_modules()):
+        for attr, sub in list(child.named_children()):
+            if isinstance(sub, StochasticDepth):
+                if sub.mode != "row":
+                    raise ValueError(f"{name}.{attr}: StochasticDepth mode {sub.mode!r}")
+                setattr(child, attr, RowDropPath(sub.p))
+    return model
 
 
 # ------------------------------------------------------------------- timm --

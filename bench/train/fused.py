@@ -30,6 +30,7 @@ from tqdm import tqdm
 from bench.train.augment import apply_ops, augment_batch, sample_params
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
+from bench.train.backbones import vmap_safe_drop_path
 from bench.train.protocol import checkpoint_auc, to_model_size
 from bench.core.transfer import h2d
 from bench.train.loop import (AUG_STREAM, TrainResult, autocast, check_finite, cosine_lr,
@@ -43,7 +44,8 @@ class FusedModel:
     def __init__(self, models: list, device):
         if not models:
             raise BenchError("fused training needs at least one model")
-        models = [m.to(device) for m in models]
+        # every member draws its own drop-path masks under vmap (backbones.RowDropPath)
+        models = [vmap_safe_drop_path(m).to(device) for m in models]
         self.params, self.buffers = stack_module_state(models)
         self.base = copy.deepcopy(models[0]).to("meta")  # architecture only
         self.size = len(models)

@@ -36,18 +36,19 @@ def resolve_sizes(cfg: TrainConfig, dataset_size: int, backbone: str, method) ->
     want = dataset_size
     if cfg.size_rule == "released" and method.released_train_size:
         want = min(method.released_train_size, dataset_size)
-    train = _fit(backbone, cfg.image_size, "image_size") or fit_size(backbone, want)
-    test = (_fit(backbone, cfg.test_size, "test_size") or cfg.image_size
-            or fit_size(backbone, dataset_size))
+    impl = cfg.backbone_impl
+    train = _fit(backbone, cfg.image_size, "image_size", impl) or fit_size(backbone, want, impl)
+    test = (_fit(backbone, cfg.test_size, "test_size", impl) or cfg.image_size
+            or fit_size(backbone, dataset_size, impl))
     augment = cfg.augment_size or (cfg.image_size or want)
     return Sizes(augment=augment, train=train, test=test)
 
 
-def _fit(backbone: str, size: int, key: str) -> int:
-    if size and fit_size(backbone, size) != size:
+def _fit(backbone: str, size: int, key: str, impl: str) -> int:
+    need = fit_size(backbone, size, impl)
+    if size and need != size:
         raise BenchError(f"--set {key}={size}: backbone '{backbone}' needs "
-                         f"{fit_size(backbone, size)} px here; use --set {key}="
-                         f"{fit_size(backbone, size)}")
+                         f"{need} px here; use --set {key}={need}")
     return size
 
 

@@ -126,16 +126,27 @@ def test_medmnist_missing_file_names_path_and_url(tmp_path, capsys):
 
 
 def test_convnext_rounds_pathmnist_to_32(tmp_path):
+    """Released protocol: PathMNIST training images augmented at 28 px, then
+    resized to 32 for ConvNeXt; validation and test at 32."""
+    import dataclasses
+
+    from bench.core.config import TrainConfig
     from bench.core.errors import BenchError
+    from bench.methods import create_method
     from bench.sweep.grid import bundle_for
+    from bench.train.experiment import make_experiment
 
     write_npz(tmp_path / "pathmnist.npz", counts=(9, 9, 9))
     opts = (("download", False), ("progress", False))
-    bundle = bundle_for("pathmnist", "convnext_tiny", 0, str(tmp_path), opts)
-    assert bundle.image_size == 32
-    assert bundle.identity["size"] == 32  # the size actually used goes into the hash
+    method = create_method("sl1h")
+    bundle = bundle_for("pathmnist", "convnext_tiny", TrainConfig(), method, str(tmp_path), opts)
+    assert [bundle.split(s).images.shape[1] for s in ("train", "val", "test")] == [28, 32, 32]
+    train = make_experiment(bundle, "convnext_tiny", method, TrainConfig()).train
+    # the sizes actually used go into the hash
+    assert (train.augment_size, train.image_size, train.test_size) == (28, 32, 32)
     with pytest.raises(BenchError, match="image_size=28: backbone 'convnext_tiny' needs 32"):
-        bundle_for("pathmnist", "convnext_tiny", 28, str(tmp_path), opts)
+        bundle_for("pathmnist", "convnext_tiny", dataclasses.replace(TrainConfig(), image_size=28),
+                   method, str(tmp_path), opts)
 
 
 def test_chaoyang_tree_default_split(tmp_path):

@@ -102,7 +102,8 @@ def test_convnext_heads_each_have_their_own_fresh_layernorm(tmp_path):
 
 def test_size_rules():
     assert fit_size("convnext_tiny", 28) == 32 and fit_size("convnext_tiny", 224) == 224
-    assert fit_size("swin_tiny", 30) == 32 and fit_size("resnet50", 28) == 28
+    assert fit_size("swin_tiny", 30, "timm") == 32 and fit_size("resnet50", 28) == 28
+    assert fit_size("swin_tiny", 150) == 150  # torchvision's Swin pads
     with pytest.raises(BenchError, match="image_size=32"):
         build_model("convnext_tiny", 28, 1, K)
 
