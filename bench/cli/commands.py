@@ -6,7 +6,7 @@ import dataclasses
 from tabulate import tabulate
 
 from bench.train.backbones import BACKBONES
-from bench.core.config import (PROFILE_METHOD_SETS, PROFILES, TrainConfig, apply_overrides,
+from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig, apply_overrides,
                                check_choices, field_types, get_profile, parse_set)
 from bench.cli.data import add_data_options
 from bench.core.errors import choices_error
@@ -62,7 +62,23 @@ def list_registries() -> str:
         blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
     profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
     blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))
+    blocks.append("training settings (--set KEY=VALUE; default of --profile paper):\n"
+                  + tabulate(_settings(), tablefmt="plain"))
     return "\n\n".join(blocks)
+
+
+def _settings() -> list[tuple]:
+    """Every TrainConfig field with its type, default and allowed values, then
+    the multi-head methods' protocol settings (docs/fidelity.md)."""
+    from bench.methods.mhml import CLASS_GROUPS, MH_LOSSES, MultiHeadParams
+
+    base = PROFILES["paper"]
+    rows = [(f.name, field_types(base)[f.name].__name__, getattr(base, f.name),
+             " | ".join(CHOICES.get(f.name, ()))) for f in dataclasses.fields(base)]
+    mh = MultiHeadParams()
+    return rows + [("mh_loss", "str", mh.mh_loss, " | ".join(MH_LOSSES) + " (multi-head)"),
+                   ("class_groups", "str", mh.class_groups,
+                    " | ".join(CLASS_GROUPS) + " (multi-head)")]
 
 
 def _profile_text(cfg: TrainConfig) -> str:

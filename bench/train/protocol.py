@@ -41,6 +41,11 @@ def resolve_sizes(cfg: TrainConfig, dataset_size: int, backbone: str, method) ->
     test = (_fit(backbone, cfg.test_size, "test_size", impl) or cfg.image_size
             or fit_size(backbone, dataset_size, impl))
     augment = cfg.augment_size or (cfg.image_size or want)
+    if impl == "timm" and backbone == "swin_tiny" and train != test:
+        # timm's Swin is built for one img_size; torchvision's pads any size
+        raise BenchError(f"backbone_impl=timm: swin_tiny trains at {train} px and tests at "
+                         f"{test} px, timm's Swin takes one size; use --set size_rule=uniform "
+                         "or --set backbone_impl=torchvision")
     return Sizes(augment=augment, train=train, test=test)
 
 

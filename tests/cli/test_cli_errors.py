@@ -10,7 +10,7 @@ CASES = [
     (["--method", "nope"], "unknown method 'nope'; choose from: sl1h"),
     (["--dataset", "nope"], "unknown dataset 'nope'; choose from: digits"),
     (["--backbone", "nope"], "unknown backbone 'nope'; choose from: smallcnn"),
-    (["--profile", "nope"], "unknown profile 'nope'; choose from: paper, quick"),
+    (["--profile", "nope"], "unknown profile 'nope'; choose from: paper, paper-text, quick"),
     (["--set", "nope=1"], "unknown --set key 'nope'; choose from:"),
     (["--set", "lr=fast"], "--set lr=fast: expected float"),
     (["--set", "cycles=1.5"], "--set cycles=1.5: expected int"),

@@ -219,3 +219,52 @@ def test_row_drop_path_has_torchvision_distribution():
     assert (out == out[..., :1]).all()  # one draw per sample ("row")
     assert kept.float().mean(1).sub(0.75).abs().max() < 0.03
     assert not torch.equal(kept[0], kept[1])
+
+
+# ------------------------------------------------------- resolved settings --
+def test_resolve_sizes_rules():
+    import dataclasses
+
+    from bench.core.config import TrainConfig
+    from bench.core.errors import BenchError
+    from bench.methods import create_method
+    from bench.train.protocol import Sizes, resolve_sizes
+
+    cfg, ls, sl = TrainConfig(), create_method("ls"), create_method("sl1h")
+    assert resolve_sizes(cfg, 224, "resnet50", ls) == Sizes(150, 150, 224)
+    assert resolve_sizes(cfg, 224, "resnet50", sl) == Sizes(224, 224, 224)
+    uniform = dataclasses.replace(cfg, size_rule="uniform")
+    assert resolve_sizes(uniform, 224, "resnet50", ls) == Sizes(224, 224, 224)
+    assert resolve_sizes(cfg, 28, "convnext_tiny", ls) == Sizes(28, 32, 32)
+    assert resolve_sizes(dataclasses.replace(cfg, image_size=64), 28, "resnet50", sl) \
+        == Sizes(64, 64, 64)
+    with pytest.raises(BenchError, match="timm's Swin takes one size"):
+        resolve_sizes(dataclasses.replace(cfg, backbone_impl="timm"), 224, "swin_tiny", ls)
+
+
+def test_checkpoint_score_released_applies_softmax_to_mean_probabilities():
+    from scipy.special import softmax
+    from sklearn.metrics import roc_auc_score
+
+    from bench.train.protocol import checkpoint_auc, checkpoint_probs
+
+    rng = np.random.default_rng(0)
+    logits = 3 * rng.standard_normal((40, 2, 3))
+    labels = np.arange(40) % 3
+    mean = softmax(logits, axis=-1).mean(1)
+    np.testing.assert_allclose(checkpoint_probs(logits, "mean_prob"), mean, rtol=1e-6)
+    np.testing.assert_allclose(checkpoint_probs(logits, "released"), softmax(mean, axis=-1),
+                               rtol=1e-6)
+    assert checkpoint_auc(logits, labels, "released") == pytest.approx(
+        roc_auc_score(labels, softmax(mean, axis=-1), multi_class="ovr", average="macro"))
+    one = logits[:, :1]  # single head: softmax once, as the released code
+    np.testing.assert_allclose(checkpoint_probs(one, "released"), softmax(one[:, 0], -1),
+                               rtol=1e-6)
+
+
+def test_drop_last_steps():
+    from bench.core.schedule import steps_per_epoch
+
+    assert steps_per_epoch(17, 8, drop_last=True) == 2  # 17 // 8
+    assert steps_per_epoch(18, 8, drop_last=False) == 3  # a trailing batch of two is kept
+    assert steps_per_epoch(5, 8, drop_last=True) == 1  # never zero steps
