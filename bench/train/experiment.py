@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 
 from bench.core import store
-from bench.train.backbones import build_model
+from bench.train.backbones import backbone_impl, build_model, drop_path_rate
 from bench.core.config import TrainConfig, config_hash, result_fields
 from bench.core.metrics import all_metrics, head_probs
 from bench.core.provenance import provenance
@@ -84,11 +84,19 @@ def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: i
     """Write one seed's record (config with provenance, metrics, predictions)."""
     config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
               "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
-              "backbone_weights": weights_label, **extra, "provenance": provenance(device)}
+              "backbone_weights": weights_label, **backbone_fields(exp), **extra,
+              "provenance": provenance(device)}
     store.write_record(path, config, record_metrics(result, bundle, n_params), {
         "val_logits": result.val_logits, "val_labels": bundle.val.labels,
         "test_logits": result.test_logits, "test_labels": bundle.test.labels,
     })
+
+
+def backbone_fields(exp: Experiment) -> dict:
+    """The library that built the backbone and its stochastic-depth rate (docs/fidelity.md)."""
+    impl, rate = exp.train.backbone_impl, exp.train.drop_path
+    return {"backbone_impl": backbone_impl(exp.backbone, impl),
+            "drop_path_rate": drop_path_rate(exp.backbone, impl, rate)}
 
 
 def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | None = None,

@@ -162,6 +162,7 @@ def test_weights_recorded_in_config_and_hash(tmp_path):
     spec = resolve_weights("resnet18", weights=str(weights))
     assert config["backbone_weights"] == spec.label == config["weights"]
     assert spec.label.startswith("file:w.safetensors sha256:") and config["train"]["pretrained"]
+    assert config["backbone_impl"] == "timm" and config["drop_path_rate"] == 0.0
     # The hash is reproducible from its parts and changes without the weights.
     cfg = dataclasses.replace(PROFILES["quick"], cycles=1, epochs_per_cycle=1, pretrained=True)
     bundle, method = load_dataset("pathmnist", tmp_path), create_method("sl1h", {})

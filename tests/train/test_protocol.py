@@ -268,3 +268,4 @@ def test_drop_last_steps():
     assert steps_per_epoch(17, 8, drop_last=True) == 2  # 17 // 8
     assert steps_per_epoch(18, 8, drop_last=False) == 3  # a trailing batch of two is kept
     assert steps_per_epoch(5, 8, drop_last=True) == 1  # never zero steps
+
