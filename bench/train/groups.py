@@ -42,11 +42,9 @@ def methods_key(spec) -> tuple:
     file is read) and never looser than the payload itself."""
     from bench.methods import create_method
 
-    method = create_method(spec.method, dict(spec.method_overrides))
-    # size_rule=released trains some methods at other sizes (DESIGN 1b)
-    size = method.released_train_size if spec.train.size_rule == "released" else 0
+    heads = create_method(spec.method, dict(spec.method_overrides)).heads
     return (spec.dataset, spec.backbone, spec.train, spec.data_root, spec.load_options,
-            spec.weights, method.heads, size, spec.results, spec.device)
+            spec.weights, heads, spec.results, spec.device)
 
 
 def fuse_groups(specs, mode: str = "seeds", max_size: int | None = None) -> list[list]:
