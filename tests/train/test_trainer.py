@@ -73,7 +73,9 @@ def test_best_cycle_checkpoint_is_the_one_tested(tiny_digits, monkeypatch):
         seen.append(probs.copy())
         return next(scripted)
 
-    monkeypatch.setattr(trainer, "auc_ovr_macro", fake_auc)
+    import bench.train.protocol as protocol  # the checkpoint score is computed there
+
+    monkeypatch.setattr(protocol, "auc_ovr_macro", fake_auc)
     cfg = dataclasses.replace(PROFILES["quick"], cycles=2, epochs_per_cycle=1)
     torch.manual_seed(0)
     model, _ = build_model("smallcnn", tiny_digits.image_size, 1, tiny_digits.num_classes)
