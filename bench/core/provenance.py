@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from bench.core.device import device_name
+
 PACKAGES = ("mhml-bench", "torch", "torchvision", "timm", "numpy", "scikit-learn")
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,7 +44,7 @@ def device_info(device: str) -> dict:
 
     info = {"device": str(device), "host": platform.node(), "threads": torch.get_num_threads()}
     if str(device).startswith("cuda") and torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+        info["gpu"] = device_name(device)
     return info
 
 

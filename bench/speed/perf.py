@@ -34,12 +34,11 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms as T
 from tqdm import tqdm
 
+from bench.core.device import check_device, default_device, device_name
 from bench.train.backbones import BACKBONES, build_model
 from bench.core.config import PROFILES, apply_overrides, parse_set
 from bench.core.errors import BenchError
 from bench.methods.base import Method
-from bench.train.experiment import default_device
-from bench.speed.steptime import check_device
 from bench.train.loop import check_config, normalise, predict_logits, sync, to_device_images, train
 
 IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])  # the reference's T.Normalize
@@ -327,12 +326,6 @@ def table(res: dict) -> str:
                               if r[k] else "-" for k in ("train", "eval")])
     return tabulate(rows, headers=["pipeline", "train img/s median (min-max)",
                                    "eval img/s median (min-max)"])
-
-
-def device_name(device: str) -> str:
-    if device == "cuda":
-        return f"cuda: {torch.cuda.get_device_name()}"
-    return f"cpu: {torch.get_num_threads()} torch threads"
 
 
 def parse_args(argv=None) -> Settings:

@@ -21,13 +21,13 @@ import warnings
 import torch
 from tabulate import tabulate
 
+from bench.core.device import check_device, default_device
 from bench.train.backbones import build_model
 from bench.core.config import PROFILES
 from bench.core.errors import BenchError
 from bench.sweep.grid import expand_names
 from bench.methods import METHODS, create_method, training_methods
-from bench.train.experiment import default_device
-from bench.speed.steptime import Job, check_device, member_methods, stepper, synthetic
+from bench.speed.steptime import Job, member_methods, stepper, synthetic
 
 NUM_CLASSES = 9  # PathMNIST's: enough classes for 4 multi-loss heads
 PATHS = {"single": 1, "fused x2": 2}  # row column -> members trained at once
