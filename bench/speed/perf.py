@@ -328,6 +328,16 @@ def table(res: dict) -> str:
                                    "eval img/s median (min-max)"])
 
 
+def _device_label(device: str) -> str:
+    """The device's name for the settings line; a bad --device is shown as
+    given (check() then reports it as the one error line)."""
+    try:
+        check_device(device)
+    except BenchError:
+        return device
+    return device_name(device)
+
+
 def parse_args(argv=None) -> Settings:
     d = Settings()
     p = argparse.ArgumentParser(prog="python -m bench.speed.perf", description=__doc__.split("\n")[0])
@@ -347,7 +357,7 @@ def main(argv=None) -> int:
         s = parse_args(argv)
         if s.threads:
             torch.set_num_threads(s.threads)
-        print(f"device {device_name(s.device)} | backbone {s.backbone}, {s.heads} heads, "
+        print(f"device {_device_label(s.device)} | backbone {s.backbone}, {s.heads} heads, "
               f"{s.size} px, batch {s.batch_size}, {s.steps} steps x {s.repeats} repeats, "
               f"eval {s.eval_images} images (harness batch {s.eval_batch_size}, others "
               f"{s.batch_size}), reference workers {s.ref_workers}, harness --set "

@@ -161,8 +161,8 @@ def test_out_of_memory_is_a_failure_that_keeps_the_batch_size(tmp_path, monkeypa
 
     def oom_after_3_steps(exp, bundle, method, seed, results, **kw):
         calls.append(seed)
-        for _ in range(3):  # three training steps go through the step counter
-            method.loss(torch.zeros(2, 1, 10, requires_grad=True), torch.tensor([0, 1]))
+        for step in range(1, 4):  # three training steps report through the loop's hook
+            kw["on_step"](step, torch.tensor(0.5))
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(bench.train.experiment, "run_seed", oom_after_3_steps)
