@@ -54,7 +54,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default="reports", help="output folder")
     for flag in ("dataset", "backbone", "method"):
         p.add_argument(f"--{flag}", action="append", help=f"only these {flag}s (comma list)")
-    p.add_argument("--config", help="config-hash prefix, when a method has several configs")
+    p.add_argument("--config", help="config-hash prefixes, comma-separated, one per method "
+                                    "with records of several configs (docs/reports.md)")
     p.add_argument("--seeds", type=int, help="seeds asked (0..N-1); default: every seed seen")
     p.add_argument("--order", help="rows, e.g. 'sl1h,ls;dens;2hml,4hml' (';' = double rule); "
                                    "default: the paper's order; an explicit order shows only "
@@ -79,22 +80,28 @@ def add_parser(sub) -> None:
 
 
 def load(args):
+    """(runs of the chosen configs, failures of every config, notes). Damaged
+    records are skipped with a note and listed as failures."""
+    damaged: list = []
     runs = aggregate.load_runs(args.results, _csv_list(args.dataset), _csv_list(args.backbone),
-                               _csv_list(args.method))
+                               _csv_list(args.method), damaged=damaged)
     if args.seeds:
         runs = [r for r in runs if r.seed < args.seeds]
-    done = {(r.dataset, r.backbone, r.method, str(r.seed)) for r in runs}
+    done = {(r.dataset, r.backbone, r.method, r.chash, str(r.seed)) for r in runs}
     # a failure that a later rerun replaced by a finished record is history, not news
     failures = [f for f in aggregate.find_failures(args.results)
-                if (f["dataset"], f["backbone"], f["method"], str(f["seed"])) not in done]
+                if (f["dataset"], f["backbone"], f["method"], f["config_hash"],
+                    str(f["seed"])) not in done] + damaged
+    notes = [f"skipped damaged record {f['path']}: {f['reason'].removeprefix('damaged: ')}"
+             for f in damaged]
     if not runs:
         found = sorted({p.relative_to(args.results).parts[0] for p in
                         store.iter_records(args.results)}) if Path(args.results).exists() else []
         raise BenchError(f"no finished run records under {args.results}/ matching the filters "
                          f"(datasets with records: {', '.join(found) or 'none'}; "
                          f"{len(failures)} failed runs)")
-    runs, notes = aggregate.select_configs(runs, args.config)
-    return runs, failures, notes
+    runs, more = aggregate.select_configs(runs, args.config)
+    return runs, failures, notes + more
 
 
 def significance(groups: dict, test: str, alpha: float) -> tuple[dict, list[list]]:
@@ -102,7 +109,7 @@ def significance(groups: dict, test: str, alpha: float) -> tuple[dict, list[list
     marks, rows = {}, []
     for (ds, bb, key), g in sorted(groups.items()):
         # TS-table rows are compared with that table's SL1H row (logits averaged).
-        ref_key = f"{REFERENCE}@ts-base" if key.endswith(("+ts", "@ts-base")) else REFERENCE
+        ref_key = f"{REFERENCE}@ts-base" if g.variant in ("ts", "ts-base") else REFERENCE
         ref = groups.get((ds, bb, ref_key))
         if ref is None or key == ref_key or g.single:
             continue
@@ -247,10 +254,7 @@ def report(args) -> int:
     tables = make_tables(args, groups, expected, sig_marks, sig_name)
     written = [aggregate.write_runs_csv(runs, out / "runs.csv"),
                aggregate.write_groups_csv(groups, expected, out / "groups.csv"),
-               aggregate.write_csv(out / "failed_runs.csv",
-                          ["dataset", "backbone", "method", "seed", "reason", "last_step", "path"],
-                          [[f[k] for k in ("dataset", "backbone", "method", "seed", "reason",
-                                           "last_step", "path")] for f in failures]),
+               aggregate.write_failures_csv(failures, out / "failed_runs.csv"),
                aggregate.write_csv(out / "stats" / "paired_tests.csv",
                           ["dataset", "backbone", "row", "metric", "test", "n", "statistic", "p",
                            "significant"], sig_rows)]
