@@ -284,6 +284,8 @@ def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[
 
 # ---------------------------------------------------------------- CSV
 
+# csv.writer's line ends, as the CSVs had before pandas wrote them
+LINE_END = "\r\n"
 FAILURE_COLUMNS = ["dataset", "backbone", "method", "seed", "reason", "last_step", "path",
                    "config_hash"]
 
@@ -291,7 +293,7 @@ FAILURE_COLUMNS = ["dataset", "backbone", "method", "seed", "reason", "last_step
 def write_csv(path: Path, header: list[str], rows) -> Path:
     """Rows (lists aligned with `header`) -> CSV, written by pandas."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(list(rows), columns=header).to_csv(path, index=False)
+    pd.DataFrame(list(rows), columns=header).to_csv(path, index=False, lineterminator=LINE_END)
     return path
 
 
@@ -313,7 +315,7 @@ def runs_frame(runs: list[Run]) -> pd.DataFrame:
 
 def write_runs_csv(runs: list[Run], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    runs_frame(runs).to_csv(path, index=False)
+    runs_frame(runs).to_csv(path, index=False, lineterminator=LINE_END)
     return path
 
 
@@ -336,7 +338,7 @@ def groups_frame(groups: dict, expected: dict) -> pd.DataFrame:
 
 def write_groups_csv(groups: dict, expected: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    groups_frame(groups, expected).to_csv(path, index=False)
+    groups_frame(groups, expected).to_csv(path, index=False, lineterminator=LINE_END)
     return path
 
 
