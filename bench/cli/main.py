@@ -15,6 +15,7 @@ SUBCOMMANDS = (
     "bench.cli.commands",  # list, run
     "bench.cli.data",  # data check
     "bench.cli.report",  # report
+    "bench.cli.check",  # check (run records)
 )
 
 

@@ -188,7 +188,10 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
 
 # ------------------------------------------------------------------ status --
 def run_status(spec: RunSpec) -> tuple[str, str]:
-    """('done' | 'running' | 'failed' | 'missing', detail) as seen on disk now."""
+    """('done' | 'damaged' | 'running' | 'failed' | 'missing', detail) as seen on disk now."""
+    damage = store.verify(spec.record) if spec.record.exists() else None
+    if damage:
+        return "damaged", f"{damage}; a real run moves it aside and retrains it"
     if store.is_complete(spec.record) and not spec.force:
         return "done", ""
     holder = runstate.live_holder(spec.record)
@@ -209,6 +212,6 @@ def dry_run_table(specs) -> str:
                      status, detail])
     table = tabulate(rows, headers=["dataset", "backbone", "method", "seed", "config",
                                     "status", "detail"], tablefmt="github")
-    todo = sum(counts.get(k, 0) for k in ("missing", "failed"))
+    todo = sum(counts.get(k, 0) for k in ("missing", "failed", "damaged"))
     tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
     return f"{table}\n{len(specs)} runs: {tally}; a real run would train {todo}"
