@@ -23,6 +23,7 @@ from bench.report import textables
 from bench.core.calibration import ensemble_probs
 from bench.report.derived import DENS, ENSEMBLE_OF, has_ensemble
 from bench.core.errors import BenchError
+from bench.core.seeds import parse_seeds
 from bench.core.metrics import head_probs
 from bench.report.tables import (CAPTIONS, REFERENCE, backbone_name, build_table, dataset_name, method_name,
                      missing_notes, ordered_methods)
@@ -55,7 +56,8 @@ def add_parser(sub) -> None:
     for flag in ("dataset", "backbone", "method"):
         p.add_argument(f"--{flag}", action="append", help=f"only these {flag}s (comma list)")
     p.add_argument("--config", help="config-hash prefix, when a method has several configs")
-    p.add_argument("--seeds", type=int, help="seeds asked (0..N-1); default: every seed seen")
+    p.add_argument("--seeds", help="seeds asked, as in bench run: N (0..N-1), A-B or a comma "
+                                   "list; default: every seed seen")
     p.add_argument("--order", help="rows, e.g. 'sl1h,ls;dens;2hml,4hml' (';' = double rule); "
                                    "default: the paper's order; an explicit order shows only "
                                    "the methods it names")
@@ -81,8 +83,9 @@ def add_parser(sub) -> None:
 def load(args):
     runs = aggregate.load_runs(args.results, _csv_list(args.dataset), _csv_list(args.backbone),
                                _csv_list(args.method))
-    if args.seeds:
-        runs = [r for r in runs if r.seed < args.seeds]
+    if args.seeds is not None:
+        wanted = set(parse_seeds(args.seeds))
+        runs = [r for r in runs if r.seed in wanted]
     done = {(r.dataset, r.backbone, r.method, str(r.seed)) for r in runs}
     # a failure that a later rerun replaced by a finished record is history, not news
     failures = [f for f in aggregate.find_failures(args.results)
@@ -234,10 +237,12 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
 def report(args) -> int:
     from bench.report.markdown import report_markdown
 
-    out = Path(args.out)
+    out = store.require_writable_dir(args.out, "--out")
     runs, failures, notes = load(args)
     out.mkdir(parents=True, exist_ok=True)
-    expected = aggregate.expected_seeds(runs, args.seeds)
+    expected = aggregate.expected_seeds(runs)
+    if args.seeds is not None:  # every seed asked counts, found or not
+        expected = {ds: tuple(parse_seeds(args.seeds)) for ds in expected}
     n_cells = len({(r.dataset, r.backbone, r.method) for r in runs})
     with tqdm(total=n_cells, desc="aggregate", disable=args.no_progress) as bar:
         groups, more = aggregate.build_groups(runs, with_ts=not args.no_ts, progress=bar)

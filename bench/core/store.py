@@ -25,9 +25,27 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.core.errors import BenchError
+
 DONE = "done"
 FILES = ("config.json", "predictions.npz")  # checksummed in metrics.json["files"]
 SEED_DIR = re.compile(r"seed\d+")  # a record's own name; moved-aside copies do not match
+
+
+def require_writable_dir(path, flag: str) -> Path:
+    """One-line error unless `path` is a folder this process can write, or can be
+    created as one; checked before anything is trained or written (creates nothing)."""
+    path = Path(path)
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent  # the nearest existing ancestor must take the new folder
+    subject = "" if probe == path else f"cannot be created: {probe} "
+    if not probe.is_dir():
+        raise BenchError(f"{flag} {path}: {subject}is a file, not a folder; "
+                         "give a writable folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise BenchError(f"{flag} {path}: {subject}is not writable; give a writable folder")
+    return path
 
 
 def record_dir(root, dataset: str, backbone: str, method: str, chash: str, seed: int) -> Path:
