@@ -151,3 +151,13 @@ def test_point7_huge_dry_run_is_summarised(tmp_path, capsys):
     out = capsys.readouterr().out
     assert len(out.splitlines()) < 250
     assert "799 more runs not listed" in out and "999 runs: 999 missing" in out
+
+
+# ------------------------------------------------------------- point 8 --
+def test_point8_junk_weights_fail_at_dry_run(tmp_path, capsys):
+    junk = tmp_path / "weights.pt"
+    junk.write_bytes(b"not a checkpoint at all")
+    err = one_line(capsys, ["run", "--results", str(tmp_path / "r"), *QUICK, "--weights",
+                            str(junk), "--dry-run"])
+    assert "cannot read weights" in err and str(junk) in err
+    assert not (tmp_path / "r").exists()

@@ -177,3 +177,27 @@ def test_point1_damaged_record_is_moved_aside_and_retrained(tmp_path, capsys):
     assert main(["check", "--results", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "seed0" in out and "config.json: missing" in out and "1 damaged" in out
+
+
+def test_point8_ctrl_c_stops_promptly_and_leaves_no_outcome_file(tmp_path):
+    args = [sys.executable, "-m", "bench.cli.main", "run", "--seeds", "2", "--results",
+            str(tmp_path), *TINY, "--set", "epochs_per_cycle=6", "--set", "image_size=8"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and not list(tmp_path.rglob("seed0.progress.json")):
+            time.sleep(0.05)  # the first seed is training now (hundreds of steps to go)
+        trainer = json.loads(next(tmp_path.rglob("seed0.lock")).read_text())["pid"]
+        t0 = time.time()
+        proc.send_signal(signal.SIGINT)  # the sweep only, as `kill -INT` would
+        while time.time() - t0 < 60 and Path(f"/proc/{trainer}").exists():
+            time.sleep(0.05)
+        stopped = time.time() - t0
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert stopped < 5, "Ctrl-C waited for the running seed"
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert err.splitlines()[0].startswith("bench: interrupted")
+    assert not list(tmp_path.rglob("*.outcome-*.json"))
+    assert store.iter_records(tmp_path) == []
