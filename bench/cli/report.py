@@ -249,6 +249,11 @@ def report(args) -> int:
     notes += more
     sig_marks, sig_rows = significance(groups, args.test, args.alpha)
     sig_name = " / ".join(sorted({r[4] for r in sig_rows})) or None  # which test(s) ran
+    few = sorted({r[5] for r in sig_rows if r[5] < stats.MIN_SEEDS_NOTE})
+    if args.significance and few:
+        notes.append(f"caution: some paired tests compare only {', '.join(map(str, few))} "
+                     f"seed(s); below {stats.MIN_SEEDS_NOTE} a test has almost no power and a "
+                     "marked difference is weak evidence")
     tables = make_tables(args, groups, expected, sig_marks, sig_name)
     written = [aggregate.write_runs_csv(runs, out / "runs.csv"),
                aggregate.write_groups_csv(groups, expected, out / "groups.csv"),

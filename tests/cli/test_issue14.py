@@ -161,3 +161,24 @@ def test_point8_junk_weights_fail_at_dry_run(tmp_path, capsys):
                             str(junk), "--dry-run"])
     assert "cannot read weights" in err and str(junk) in err
     assert not (tmp_path / "r").exists()
+
+
+def test_point8_no_progress_bars_without_a_terminal(tmp_path, capsys):
+    argv = ["run", "--results", str(tmp_path), "--profile", "quick", "--set", "cycles=1",
+            "--set", "epochs_per_cycle=1", "--set", "image_size=8", "--seeds", "1"]
+    assert main(argv) == 0  # no --no-progress: stderr (captured) is not a terminal
+    out, err = capsys.readouterr()
+    assert "\r" not in err and "sweep:" not in err and "\r" not in out
+
+
+@pytest.mark.parametrize("seeds, caution", [("2", True), ("3", False)])
+def test_point8_significance_on_few_seeds_prints_a_caution(seeds, caution, tmp_path, capsys):
+    from report_records import write_known
+
+    write_known(tmp_path / "results")
+    assert main(["report", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "o"),
+                 "--seeds", seeds, "--significance", "--no-plots", "--no-ts", "--no-progress",
+                 "--backbone", "resnet50"]) == 0
+    out = capsys.readouterr().out
+    assert ("caution: some paired tests compare only 2 seed(s)" in out) is caution
+    assert ("caution" in (tmp_path / "o" / "report.md").read_text()) is caution
