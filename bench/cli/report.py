@@ -97,7 +97,24 @@ def load(args):
                          f"(datasets with records: {', '.join(found) or 'none'}; "
                          f"{len(failures)} failed runs)")
     runs, notes = aggregate.select_configs(runs, args.config)
-    return runs, failures, notes
+    return runs, failures, notes + setup_notes(runs)
+
+
+def setup_notes(runs) -> list[str]:
+    """A note per dataset whose records differ in what changes numbers without
+    changing the config hash (torch threads, device, versions)."""
+    from bench.core.provenance import mixed_setup
+
+    notes = []
+    for ds in sorted({r.dataset for r in runs}):
+        provs = [store.read_json(r.path / "config.json").get("provenance", {})
+                 for r in runs if r.dataset == ds]
+        mixed = mixed_setup(provs)
+        if mixed:
+            notes.append(f"{ds}: the records in these tables were made with different "
+                         f"{'; '.join(mixed)} (config.json provenance); numbers can differ "
+                         "for that reason alone")
+    return notes
 
 
 def significance(groups: dict, test: str, alpha: float) -> tuple[dict, list[list]]:

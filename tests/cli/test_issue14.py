@@ -182,3 +182,38 @@ def test_point8_significance_on_few_seeds_prints_a_caution(seeds, caution, tmp_p
     out = capsys.readouterr().out
     assert ("caution: some paired tests compare only 2 seed(s)" in out) is caution
     assert ("caution" in (tmp_path / "o" / "report.md").read_text()) is caution
+
+
+def test_point8_provenance_records_threads_and_versions():
+    import torch
+
+    from bench.core.provenance import provenance
+
+    dev = provenance("cpu")["device"]
+    assert dev["threads"] == torch.get_num_threads()
+    assert dev["torch"] == torch.__version__ and "cudnn" in dev and dev["cpu"]
+
+
+def _restamp(path, threads: int) -> None:
+    """Rewrite a record (checksums stay valid) as if made with `threads` torch threads."""
+    from bench.core import store
+
+    cfg = store.read_json(path / "config.json")
+    metrics = {k: v for k, v in store.read_json(path / "metrics.json").items()
+               if k not in ("status", "files")}
+    cfg["provenance"] = {"device": {"threads": threads, "cpu": "x", "torch": "2", "cudnn": None}}
+    store.write_record(path, cfg, metrics, store.load_predictions(path))
+
+
+@pytest.mark.parametrize("mixed", [True, False])
+def test_point8_report_notes_a_table_mixing_thread_counts(mixed, tmp_path, capsys):
+    from bench.core import store
+    from report_records import write_known
+
+    root = write_known(tmp_path / "results")
+    for i, path in enumerate(store.iter_records(root)):
+        _restamp(path, 1 + (mixed and i == 0))
+    assert main(["report", "--results", str(root), "--out", str(tmp_path / "o"), "--no-plots",
+                 "--no-ts", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert ("made with different torch threads 1, 2" in out) is mixed
