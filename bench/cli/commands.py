@@ -13,7 +13,8 @@ from bench.core import store
 from bench.core.errors import choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
-from bench.sweep.grid import build_specs, dry_run_table, expand_names, load_options, parse_seeds
+from bench.core.seeds import parse_seeds
+from bench.sweep.grid import build_specs, dry_run_table, expand_names, load_options
 from bench.report.summary import summary_table
 
 

@@ -124,7 +124,7 @@ def run_local(specs, opts, on_outcome) -> None:
             return []
         slot = free.get()  # a thread only starts when a slot is free, so this never waits
         try:
-            return _spawn_group(unit, slot, threads) if fuse else [_spawn(unit[0], slot, threads)]
+            return _spawn_group(unit, slot, threads) if fuse else _spawn(unit[0], slot, threads)
         finally:
             free.put(slot)
 
@@ -207,15 +207,15 @@ def _launch(payload: str, first, name: str, slot: str | None, threads: int):
     return outcome, proc
 
 
-def _spawn(spec, slot: str | None, threads: int) -> dict:
+def _spawn(spec, slot: str | None, threads: int) -> list[dict]:
+    """[outcome] of one run in its own process ([] if Ctrl-C came before it started)."""
     (spec,) = _pin([spec], slot)
     outcome, proc = _launch(spec.to_json(), spec, f"bench {spec.label}", slot, threads)
     if proc is None:
-        return {"label": spec.label, "record": str(spec.record), "status": "busy",
-                "reason": "interrupted before it started"}
+        return []
     if outcome is None:
         outcome = died(spec, _exit_reason(proc.exitcode), pid=proc.pid)
-    return {**outcome, "slot": slot}
+    return [{**outcome, "slot": slot}]
 
 
 def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:

@@ -21,7 +21,7 @@ from bench.sweep import runstate
 from bench.core import store
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError, choices_error
-from bench.core.seeds import parse_seeds  # noqa: F401  (re-exported for the CLI)
+from bench.core.seeds import parse_seeds  # noqa: F401  (its home before core.seeds)
 
 ALL = "all"
 
