@@ -16,11 +16,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from bench.core.config import ge
 from bench.core.errors import BenchError, choices_error
 from bench.core.transfer import h2d
 
@@ -34,6 +36,8 @@ PATTERN = re.compile(r"(\d+)h(ml|sl)")
 class MultiHeadParams:
     heads: int = 4  # M; 4 heads is the paper's best model (4HML, Tables 1-2)
     mh_loss: str = "paper"  # "paper" (eq. 2) | "released" (authors' code), DESIGN §1
+    KEYS: ClassVar[dict] = {"heads": (ge(1), "multi-head: number of heads M (<= classes)"),
+                            "mh_loss": (None, "multi-head loss: paper (eq. 2) | released")}
 
 
 # ------------------------------------------------------------------ weights --
@@ -87,9 +91,8 @@ class MultiHead(Method):
     weights = None  # [M, K] class weights, drawn by setup()
 
     def check_params(self):
+        super().check_params()
         name, p = self.name, self.params
-        if p.heads < 1:
-            raise BenchError(f"{name}: heads={p.heads} must be >= 1")
         if p.mh_loss not in MH_LOSSES:
             raise choices_error(f"{name} mh_loss", p.mh_loss, MH_LOSSES)
         fixed = PATTERN.fullmatch(name)

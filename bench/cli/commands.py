@@ -6,18 +6,25 @@ import dataclasses
 from tabulate import tabulate
 
 from bench.train.backbones import BACKBONES
-from bench.core.config import PROFILES, TrainConfig, apply_overrides, field_types, get_profile, parse_set
+from bench.core.config import (PROFILES, TrainConfig, apply_overrides, field_types, get_profile,
+                               key_table, parse_set)
 from bench.cli.data import add_data_options
+from bench.core import store
 from bench.core.errors import choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
-from bench.sweep.grid import build_specs, dry_run_table, expand_names, load_options, parse_seeds
+from bench.core.seeds import parse_seeds
+from bench.sweep.grid import build_specs, dry_run_table, expand_names, load_options
 from bench.report.summary import summary_table
 
 
 def add_parser(sub) -> None:
-    sub.add_parser("list", help="list registered methods, datasets, backbones, profiles"
-                   ).set_defaults(func=lambda args: print(list_registries()) or 0)
+    lp = sub.add_parser("list", help="list registered methods, datasets, backbones, profiles, "
+                        "derived rows; --keys: every --set key")
+    lp.add_argument("--keys", action="store_true",
+                    help="every --set key with its type, default, allowed range and meaning")
+    lp.set_defaults(func=lambda args: print(keys_table() if args.keys else list_registries())
+                    or 0)
     p = sub.add_parser("run", help="train a grid of methods x datasets x backbones x seeds")
     p.add_argument("--method", default="sl1h", help="method name(s), comma separated, 'paper' (the paper's 8 trained "
                    "methods) or 'all' (also the extra baselines)")
@@ -27,7 +34,8 @@ def add_parser(sub) -> None:
     p.add_argument("--seeds", default="5", help="N (seeds 0..N-1), A-B, or a comma list")
     p.add_argument("--profile", default="paper", help="paper | quick")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a training or method hyper-parameter (repeatable)")
+                   help="override a training or method hyper-parameter (repeatable); "
+                        "`bench list --keys` lists every key, its default and range")
     p.add_argument("--results", default="results", help="run-record root")
     p.add_argument("--data-root", default=None, help="where dataset files live")
     add_data_options(p)  # --data-opt KEY=VALUE, --download
@@ -58,7 +66,39 @@ def list_registries() -> str:
         blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
     profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
     blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))
+    blocks.append("derived rows (computed by `bench report` from saved records, never trained):\n"
+                  + tabulate(DERIVED, tablefmt="plain"))
+    blocks.append("--set keys (type, default, range, meaning): bench list --keys")
     return "\n\n".join(blocks)
+
+
+DERIVED = [("dens", "D-Ens: deep ensemble, mean probabilities of the sl1h seeds of a config"),
+           ("+ts", "temperature scaling fitted on validation NLL, for every method "
+                   "(report --no-ts skips it)")]
+
+
+def keys_table() -> str:
+    """Every --set key: training keys (paper profile defaults), then method keys."""
+    from bench.methods import method_params, training_methods
+
+    rows = [_key_row(PROFILES["paper"], f, "all") for f in dataclasses.fields(TrainConfig)]
+    seen: dict = {}
+    for name in training_methods() + ["mhml"]:
+        params = method_params(name)
+        for f in dataclasses.fields(params):
+            row = _key_row(params, f, "")
+            seen.setdefault(tuple(row[:5]), []).append(name)
+    rows += [[*row, ", ".join(names)] for row, names in seen.items()]
+    return tabulate(rows, headers=["key", "type", "default", "range", "meaning", "methods"],
+                    tablefmt="simple")
+
+
+def _key_row(obj, f, methods: str) -> list:
+    rng, meaning = key_table(obj).get(f.name, (None, ""))
+    kind = field_types(obj)[f.name].__name__
+    allowed = rng.text() if rng else ("true | false" if kind == "bool" else "-")
+    row = [f.name, kind, getattr(obj, f.name), allowed, meaning]
+    return row + [methods] if methods else row
 
 
 def _profile_text(cfg: TrainConfig) -> str:
@@ -100,6 +140,7 @@ def run(args) -> int:
     from bench.sweep.run import exit_code, run_sweep, summary_text
 
     check_options(args)
+    store.require_writable_dir(args.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
     if args.pretrained or args.weights:
         cfg = dataclasses.replace(cfg, pretrained=True)

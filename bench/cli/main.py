@@ -15,6 +15,7 @@ SUBCOMMANDS = (
     "bench.cli.commands",  # list, run
     "bench.cli.data",  # data check
     "bench.cli.report",  # report
+    "bench.cli.check",  # check (run records)
 )
 
 
@@ -29,6 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if hasattr(args, "no_progress") and not sys.stderr.isatty():
+        # no terminal (a log file, a pipe): bars would be \r-overwritten lines
+        # running into the tables printed on stdout
+        args.no_progress = True
     try:
         return args.func(args)
     except BenchError as err:

@@ -23,6 +23,7 @@ from bench.report import textables
 from bench.core.calibration import ensemble_probs
 from bench.report.derived import DENS, ENSEMBLE_OF, has_ensemble
 from bench.core.errors import BenchError
+from bench.core.seeds import parse_seeds
 from bench.core.metrics import head_probs
 from bench.report.tables import (CAPTIONS, REFERENCE, backbone_name, build_table, dataset_name, method_name,
                      missing_notes, ordered_methods)
@@ -56,7 +57,8 @@ def add_parser(sub) -> None:
         p.add_argument(f"--{flag}", action="append", help=f"only these {flag}s (comma list)")
     p.add_argument("--config", help="config-hash prefixes, comma-separated, one per method "
                                     "with records of several configs (docs/reports.md)")
-    p.add_argument("--seeds", type=int, help="seeds asked (0..N-1); default: every seed seen")
+    p.add_argument("--seeds", help="seeds asked, as in bench run: N (0..N-1), A-B or a comma "
+                                   "list; default: every seed seen")
     p.add_argument("--order", help="rows, e.g. 'sl1h,ls;dens;2hml,4hml' (';' = double rule); "
                                    "default: the paper's order; an explicit order shows only "
                                    "the methods it names")
@@ -85,8 +87,9 @@ def load(args):
     damaged: list = []
     runs = aggregate.load_runs(args.results, _csv_list(args.dataset), _csv_list(args.backbone),
                                _csv_list(args.method), damaged=damaged)
-    if args.seeds:
-        runs = [r for r in runs if r.seed < args.seeds]
+    if args.seeds is not None:
+        wanted = set(parse_seeds(args.seeds))
+        runs = [r for r in runs if r.seed in wanted]
     done = {(r.dataset, r.backbone, r.method, r.chash, str(r.seed)) for r in runs}
     # a failure that a later rerun replaced by a finished record is history, not news
     failures = [f for f in aggregate.find_failures(args.results)
@@ -101,7 +104,24 @@ def load(args):
                          f"(datasets with records: {', '.join(found) or 'none'}; "
                          f"{len(failures)} failed runs)")
     runs, more = aggregate.select_configs(runs, args.config)
-    return runs, failures, notes + more
+    return runs, failures, notes + more + setup_notes(runs)
+
+
+def setup_notes(runs) -> list[str]:
+    """A note per dataset whose records differ in what changes numbers without
+    changing the config hash (torch threads, device, versions)."""
+    from bench.core.provenance import mixed_setup
+
+    notes = []
+    for ds in sorted({r.dataset for r in runs}):
+        provs = [store.read_json(r.path / "config.json").get("provenance", {})
+                 for r in runs if r.dataset == ds]
+        mixed = mixed_setup(provs)
+        if mixed:
+            notes.append(f"{ds}: the records in these tables were made with different "
+                         f"{'; '.join(mixed)} (config.json provenance); numbers can differ "
+                         "for that reason alone")
+    return notes
 
 
 def significance(groups: dict, test: str, alpha: float) -> tuple[dict, list[list]]:
@@ -241,16 +261,23 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
 def report(args) -> int:
     from bench.report.markdown import report_markdown
 
-    out = Path(args.out)
+    out = store.require_writable_dir(args.out, "--out")
     runs, failures, notes = load(args)
     out.mkdir(parents=True, exist_ok=True)
-    expected = aggregate.expected_seeds(runs, args.seeds)
+    expected = aggregate.expected_seeds(runs)
+    if args.seeds is not None:  # every seed asked counts, found or not
+        expected = {ds: tuple(parse_seeds(args.seeds)) for ds in expected}
     n_cells = len({(r.dataset, r.backbone, r.method) for r in runs})
     with tqdm(total=n_cells, desc="aggregate", disable=args.no_progress) as bar:
         groups, more = aggregate.build_groups(runs, with_ts=not args.no_ts, progress=bar)
     notes += more
     sig_marks, sig_rows = significance(groups, args.test, args.alpha)
     sig_name = " / ".join(sorted({r[4] for r in sig_rows})) or None  # which test(s) ran
+    few = sorted({r[5] for r in sig_rows if r[5] < stats.MIN_SEEDS_NOTE})
+    if args.significance and few:
+        notes.append(f"caution: some paired tests compare only {', '.join(map(str, few))} "
+                     f"seed(s); below {stats.MIN_SEEDS_NOTE} a test has almost no power and a "
+                     "marked difference is weak evidence")
     tables = make_tables(args, groups, expected, sig_marks, sig_name)
     written = [aggregate.write_runs_csv(runs, out / "runs.csv"),
                aggregate.write_groups_csv(groups, expected, out / "groups.csv"),

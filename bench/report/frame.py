@@ -29,19 +29,10 @@ READ_ERRORS = (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError,
 
 
 def damaged(path: Path) -> str | None:
-    """Why the record at `path` cannot be used, or None when it reads whole.
-    Reads metrics.json and every array of predictions.npz (a truncated npz
-    often opens and fails only on the array it cut)."""
-    path = Path(path)
-    for name in ("metrics.json", "predictions.npz"):
-        try:
-            if name.endswith(".json"):
-                store.read_json(path / name)["test"]
-            else:
-                store.load_predictions(path)
-        except READ_ERRORS as err:
-            return f"{name}: {type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"
-    return None
+    """Why the record at `path` cannot be used, or None when it is intact:
+    store.verify checks the files against the checksums the record wrote last
+    (older records without checksums are checked by reading every array)."""
+    return store.verify(path)
 
 
 def _parts(root: Path, path: Path) -> tuple[str, str, str, str, int]:

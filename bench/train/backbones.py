@@ -78,7 +78,8 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
 
 # name -> (min size, multiple): the image size a backbone can take. ConvNeXt's
 # stride-32 stem+downsamplings fail at 28 px (DESIGN §2), so PathMNIST uses 32.
-SIZE_RULES = {"convnext_tiny": (32, 32), "swin_tiny": (28, 4), "resnet50": (8, 1)}
+SIZE_RULES = {"convnext_tiny": (32, 32), "swin_tiny": (28, 4), "resnet50": (8, 1),
+              "smallcnn": (8, 1)}
 
 
 def fit_size(backbone: str, size: int) -> int:
@@ -106,7 +107,7 @@ def smallcnn(image_size: int, pretrained: bool = False, weights=None) -> Backbon
         _conv_bn(3, 32, 1), _conv_bn(32, 64, 2), _conv_bn(64, 128, 2), _conv_bn(128, 128, 2),
         nn.AdaptiveAvgPool2d(1), nn.Flatten(),
     )
-    return Backbone(features, 128, min_size=8)
+    return Backbone(features, 128, min_size=SIZE_RULES["smallcnn"][0])
 
 
 def timm_backbone(model_name: str, image_size: int, pretrained: bool, weights=None,
