@@ -142,3 +142,29 @@ def test_summary_rows_against_independent_numbers(tmp_path):
     mean, std = (float(x) for x in rows[1][5].split(" ± "))
     assert mean == pytest.approx(nlls.mean(), abs=0.011) and std == pytest.approx(nlls.std(),
                                                                                   abs=0.011)
+
+
+# ------------------------------------------------------ the search's edges --
+def test_t_stops_at_the_documented_bounds():
+    """Anti-correlated validation logits: NLL falls as T -> inf, and the search
+    stops at exp(10). Separable ones: NLL falls as T -> 0; the gradient vanishes
+    (and L-BFGS stops) before exp(-10), in a stable float range (no overflow)."""
+    from bench.core.calibration import fit_temperature
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(0, 5, (200, K))
+    assert fit_temperature(z, z.argmin(1)) == pytest.approx(np.exp(10), rel=1e-9)
+    t = fit_temperature(z, z.argmax(1))
+    assert np.exp(-10) <= t < 1e-3 and np.isfinite(t)
+
+
+def test_t_falls_back_to_one_when_the_optimiser_does_worse(monkeypatch):
+    import scipy.optimize
+
+    from bench.core.calibration import fit_temperature
+
+    z, y = draws(4, 300, 4.0, 2.0)
+    for bad in (np.inf, 1e9):  # diverged, or worse than T = 1
+        monkeypatch.setattr(scipy.optimize, "minimize", lambda *a, bad=bad, **k:
+                            scipy.optimize.OptimizeResult(x=np.array([1.5]), fun=bad))
+        assert fit_temperature(z, y) == 1.0
