@@ -42,3 +42,12 @@ def test_lambda_is_beta_alpha_alpha():
     assert stats.kstest(lams, "beta", args=(0.2, 0.2)).pvalue > 1e-3
     assert stats.kstest(lams, "beta", args=(0.4, 0.4)).pvalue < 1e-3  # the test can tell
     assert draw_lambda(0.0, gen) == 1.0
+
+
+def test_paper_alpha_in_a_frozen_dataclass():
+    import dataclasses
+
+    params = create_method("mixup").params
+    assert dataclasses.asdict(params) == {"alpha": 0.2}  # Beta(0.2, 0.2), DESIGN §1 table
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        params.alpha = 0.4
