@@ -19,8 +19,16 @@ SUBCOMMANDS = (
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's errors in one line, like every other bench error (no usage
+    block: it is 15 lines for `bench run`, and --help shows it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="bench", description="Reproduce and extend Multi-Head Multi-Loss Model Calibration.")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in SUBCOMMANDS:

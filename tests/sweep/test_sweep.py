@@ -201,7 +201,12 @@ def test_sigkilled_sweep_reruns_only_missing_runs(tmp_path, capsys):
             "--seeds", "0-2", "--jobs", "2", "--no-progress", *TINY]
     specs = specs_for(run_args(tmp_path, "--seeds", "0-2"))
     sweep = popen_bench(*argv)
-    wait_for(lambda: complete(specs), timeout=240)
+
+    def one_done_one_training():  # no sleep: the kill lands while a run is mid-training
+        done = complete(specs)
+        return done and any(runstate.read_progress(s.record) for s in specs if s not in done)
+
+    wait_for(one_done_one_training, timeout=240, every=0.01)
     sweep.send_signal(signal.SIGKILL)
     sweep.wait()
     # the sweep's worker dies with it (it watches the sweep's pid): nothing keeps training

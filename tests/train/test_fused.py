@@ -122,7 +122,8 @@ def test_compiled_fused_training_equals_eager(tiny):
     assert counters["stats"]["unique_graphs"] >= 1  # dynamo captured the fused forward
     for e, c in zip(eager, compiled):
         diff = np.abs(e.test_logits - c.test_logits).max()
-        assert diff < 5e-3 * np.abs(e.test_logits).max()
+        # float32 reordering only (u = 6e-8) over 6 steps: measured 3.7e-7 relative
+        assert diff < 1e-5 * np.abs(e.test_logits).max()
         assert e.best_cycle == c.best_cycle
 
 
