@@ -1,6 +1,6 @@
 """`--compare paper` rendered: Markdown and LaTeX tables, the ours-against-published figure.
 
-Pure text from bench.report.compare's rows (the figure writes files).
+Text from bench.report.compare's rows; `figure` and `write` are the only functions that write files.
 """
 from __future__ import annotations
 
@@ -96,9 +96,15 @@ def latex(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+DOCUMENT = (r"\documentclass{article}" "\n" r"\usepackage{booktabs,longtable}" "\n"
+            r"\begin{document}" "\n" r"\small" "\n" r"\input{paper}" "\n"
+            r"\end{document}" "\n")
+
+
 def figure(rows: list[dict], stem: Path) -> list[Path]:
     """Ours against published, one panel per metric, identity line, error
-    bars where a std is known; files stem.png and stem.pdf."""
+    bars where a std is known, values outside noise circled in red; files
+    stem.png and stem.pdf."""
     from bench.report import plots  # matplotlib only when a figure is drawn
 
     plt = plots.plt
@@ -111,6 +117,10 @@ def figure(rows: list[dict], stem: Path) -> list[Path]:
                         xerr=[r["pub_std"] or 0 for r in pts],
                         yerr=[r["ours_std"] or 0 for r in pts], fmt="o", ms=4,
                         label=dataset_name(ds))
+        flagged = [r for r in sub if r["within"] == "no"]
+        if flagged:
+            ax.scatter([r["pub_mean"] for r in flagged], [r["ours_mean"] for r in flagged],
+                       s=60, facecolors="none", edgecolors="red", label=f"|z| > {Z_FLAG:g}")
         values = [v for r in sub for v in (r["pub_mean"], r["ours_mean"])]
         if values:
             lo, hi = min(values), max(values)
@@ -142,13 +152,15 @@ def write(ours, out: Path, figures: bool = True) -> tuple[list[Path], str]:
     d.mkdir(parents=True, exist_ok=True)
     (d / "paper.md").write_text(markdown(rows, claim_rows, notes))
     (d / "paper.tex").write_text(latex(rows))
+    (d / "paper_doc.tex").write_text(DOCUMENT)
     for name, cols, data in (("paper.csv", ROW_COLUMNS, rows),
                              ("claims.csv", CLAIM_COLUMNS, claim_rows)):
         with open(d / name, "w", newline="") as f:
             w = csv.DictWriter(f, cols, extrasaction="ignore")
             w.writeheader()
             w.writerows({k: "" if v is None else v for k, v in r.items()} for r in data)
-    written = [d / "paper.md", d / "paper.tex", d / "paper.csv", d / "claims.csv"]
+    written = [d / "paper.md", d / "paper.tex", d / "paper_doc.tex", d / "paper.csv",
+               d / "claims.csv"]
     if figures and rows:
         written += figure(rows, out / "figures" / "compare_paper")
     held = sum(c["held"] is True for c in claim_rows)

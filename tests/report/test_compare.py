@@ -3,6 +3,8 @@ on rows equal to the published means, and end to end on synthetic records
 with known differences."""
 import csv
 import math
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -173,3 +175,13 @@ def test_cli_writes_tables_figure_and_names_what_is_missing(compared):
     assert set(claims) == set(cmp.CLAIMS)
     assert claims["mh-ece-below-sl1h"]["held"] == "False"  # 2HML ACC 70 is not comparable
     assert "--compare paper:" in (out / "report.md").read_text()
+
+
+def test_cli_latex_compiles(compared, tmp_path):
+    assert shutil.which("pdflatex"), "pdflatex missing: ./setup.sh installs it"
+    work = tmp_path / "tex"
+    shutil.copytree(compared[1] / "compare", work)
+    res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                          "paper_doc.tex"], cwd=work, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout[-2000:]
+    assert (work / "paper_doc.pdf").stat().st_size > 1000
