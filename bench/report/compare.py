@@ -40,8 +40,9 @@ def as_rows(data) -> list[dict]:
 def rows_from_groups(groups: dict) -> list[dict]:
     """bench.report.aggregate groups (fractions) -> input rows (x100)."""
     out = []
-    for (ds, bb, key), g in sorted(groups.items()):
-        method, variant = split_key(key)
+    for (ds, bb, _), g in sorted(groups.items()):
+        # Group.variant: 'seeds' | 'dens' | 'ts' | 'ts-base'; D-Ens is a main-table row
+        method, variant = g.row_method, g.variant if g.variant in ("ts", "ts-base") else ""
         for m in pub.METRICS:
             if m in g.values:
                 std = g.std(m)
