@@ -53,14 +53,6 @@ def rows_from_groups(groups: dict) -> list[dict]:
     return out
 
 
-def split_key(key: str) -> tuple[str, str]:
-    """'4hml+ts' -> ('4hml', 'ts'); 'sl1h@ts-base' -> ('sl1h', 'ts-base')."""
-    if key.endswith("+ts"):
-        return key[:-3], "ts"
-    method, _, variant = key.partition("@")
-    return method, variant
-
-
 def label(method: str, variant: str) -> str:
     return method + {"": "", "ts": "+ts", "ts-base": "@ts-base"}[variant]
 
