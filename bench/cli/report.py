@@ -72,6 +72,9 @@ def add_parser(sub) -> None:
                    help="paired test: auto = t-test below 6 seeds, Wilcoxon from 6")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--per-seed", action="store_true", help="reliability diagrams per seed too")
+    p.add_argument("--compare", choices=("paper",),
+                   help="paper: our means against the published ones (z, |z| > 2 flagged), "
+                        "the paper's claims tested on these runs (OUT/compare/)")
     p.add_argument("--no-ts", action="store_true", help="skip temperature scaling")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-progress", action="store_true")
@@ -296,6 +299,11 @@ def report(args) -> int:
         written.append(aggregate.write_csv(out / "stats" / "friedman.csv",
                                   ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"],
                                   f_rows))
+    if args.compare == "paper":
+        from bench.report import compare, comparetables
+        files, line = comparetables.write(compare.rows_from_groups(groups), out, not args.no_plots)
+        written += files
+        notes.append(line)
     md = out / "report.md"
     md.write_text(report_markdown(tables, failures, notes, figures, out))
     written += figures + [md]
