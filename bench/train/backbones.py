@@ -116,7 +116,7 @@ def timm_backbone(model_name: str, image_size: int, pretrained: bool, weights=No
 
     Weights never come from timm's own download path: `--pretrained` reads
     the local Hugging Face / torch-hub cache and `--weights` a file, both as
-    tensors only (see bench/weights.py)."""
+    tensors only (see bench/train/weights.py)."""
     import timm
 
     from bench.train.weights import load_into, resolve_weights

@@ -3,7 +3,7 @@
 SGD (lr 1e-2, no momentum, no weight decay), batch 8, cosine annealing with
 warm restarts stepped every iteration, validation macro OvR AUC at the end of
 each cycle, best checkpoint kept for testing. Images stay uint8 tensors on
-the device; augmentation (per-image draws, batched kernels, bench/augment.py)
+the device; augmentation (per-image draws, batched kernels, bench/train/augment.py)
 and normalisation (one fused multiply-add) happen on batches; evaluation runs
 in large batches. Speed switches (channels_last, torch.compile, bf16) are
 TrainConfig fields; see docs/speed.md.
