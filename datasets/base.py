@@ -62,13 +62,21 @@ class DatasetBundle:
 
     def check_labels(self) -> None:
         for name in SPLITS:
-            labels = self.split(name).labels
-            bad = labels[(labels < 0) | (labels >= self.num_classes)]
-            if len(bad):
-                raise BenchError(
-                    f"{self.name} {name} split has label {int(bad[0])}; "
-                    f"allowed 0..{self.num_classes - 1}"
-                )
+            check_labels(self.split(name).labels, self.classes, f"{self.name} {name} split")
+
+
+def check_labels(labels, classes: list[str], source: str, hint: str = "") -> None:
+    """The one label validator (adapters call it on every file they read, so
+    `bench data check` and `bench run` accept the same labels): each label is
+    an index of the declared `classes`. The error names the file (`source`),
+    the row (1-based, header excluded) and the label."""
+    labels = np.asarray(labels).reshape(-1)
+    bad = np.flatnonzero((labels < 0) | (labels >= len(classes)))
+    if len(bad):
+        i, k = int(bad[0]), len(classes)
+        shown = ", ".join(map(str, classes[:4])) + (", ..." if k > 4 else "")
+        raise BenchError(f"{source} row {i + 1}: label {labels[i]} is not one of the {k} "
+                         f"declared classes 0..{k - 1} ({shown}){hint}")
 
 
 def load_dataset(name: str, data_root: str | Path | None = None, image_size: int = 0,

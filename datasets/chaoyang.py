@@ -17,7 +17,7 @@ import numpy as np
 
 from bench.core.errors import BenchError
 
-from .base import DATASETS
+from .base import DATASETS, check_labels
 from .filelist import (FileIndex, carve_val, check_options, default_root, file_index,
                        label_ids, read_csv_rows, require_dir, to_bundle)
 
@@ -46,6 +46,7 @@ def read_json_list(root: Path, name: str) -> tuple[list[str], np.ndarray]:
     except (ValueError, KeyError, TypeError) as err:
         raise BenchError(f"{path}: expected a JSON list of {{\"name\", \"label\"}} ({err})"
                          ) from None
+    check_labels(labels, CLASSES, str(path))
     return paths, labels
 
 

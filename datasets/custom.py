@@ -4,7 +4,10 @@ csv:    bench run --dataset csv --data-root IMAGES --data-opt train=train.csv
             --data-opt test=test.csv [--data-opt val=val.csv]
         Each CSV has a header with an image path column (default `image`,
         relative to --data-root, default the CSV's folder) and a label column
-        (default `label`): class names, or integers 0..K-1.
+        (default `label`): class names, or integers 0..K-1 with every class
+        used (a gap, e.g. 0-3 and 7, is an error); `--data-opt classes=4` or
+        `classes=cat,dog,eel` declares the classes instead (labels outside
+        them are an error naming the file, row and label).
 folder: bench run --dataset folder --data-root DIR
         DIR/<class>/*.jpg (split by the paper's Kvasir procedure: test N//5, val N//5
         of the rest), or DIR/{train,val,test}/<class>/*.jpg (val optional:
@@ -28,22 +31,50 @@ CSV_OPTIONS = {
     "train": "training CSV (required)", "val": "validation CSV (default: N//5 of train)",
     "test": "test CSV (required)", "path_col": "image column (default image)",
     "label_col": "label column (default label)", "cache": "cache folder",
+    "classes": "the classes: a count N (labels 0..N-1) or names a,b,c (default: from the labels)",
 }
-FOLDER_OPTIONS = {"cache": "cache folder"}
+FOLDER_OPTIONS = {"cache": "cache folder",
+                  "classes": "class names a,b,c in label order (default: the sub-folders)"}
+HINT = "; or declare the classes with --data-opt classes=N or classes=name1,name2,..."
 
 
-def class_names(raw_labels: list[str]) -> list[str]:
-    values = sorted(set(raw_labels))
-    if all(v.lstrip("-").isdigit() for v in values):
-        return [str(i) for i in range(max(int(v) for v in values) + 1)]
-    return values
+def declared_classes(text: str) -> list[str]:
+    """--data-opt classes=4 -> ['0'..'3']; classes=cat,dog -> ['cat', 'dog']."""
+    text = text.strip()
+    names = [str(i) for i in range(int(text))] if text.isdigit() else \
+        [c.strip() for c in text.split(",") if c.strip()]
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise BenchError(f"--data-opt classes={text}: need a count of at least 2 or at least "
+                         "2 distinct comma-separated names")
+    return names
 
 
-def _index(name, root, classes, splits, how) -> FileIndex:
+def class_names(rows: dict, files: dict) -> list[str]:
+    """Classes inferred from the labels: sorted names, or integers 0..K-1. An
+    integer class no row uses (a gap) is an error: it would silently add an
+    empty class and change the model, ECE and NLL."""
+    values = sorted({lab for r in rows.values() for _, lab in r})
+    if not all(v.lstrip("-").isdigit() for v in values):
+        return values
+    present = {int(v) for v in values}
+    missing = sorted(set(range(max(present) + 1)) - present)
+    for split, r in rows.items():
+        for row, (_, lab) in enumerate(r, 1):
+            if missing and int(lab) > missing[0]:
+                raise BenchError(f"{files[split]} row {row}: label {lab} leaves class(es) "
+                                 f"{', '.join(map(str, missing))} without any image; integer "
+                                 f"labels must be 0..K-1 with every class used{HINT}")
+    return [str(i) for i in range(max(present) + 1)]
+
+
+def _index(name, root, classes, splits, how, declared=None) -> FileIndex:
+    # Declared classes go into the run hash: an extra empty class changes the model
+    # (inferred classes follow from the labels, already hashed).
     return FileIndex(name=name, root=Path(root), classes=classes,
                      paths={s: splits[s][0] for s in SPLITS},
                      labels={s: splits[s][1] for s in SPLITS},
-                     identity={"split": how}, default_backbone="resnet50")
+                     identity={"split": how, **({"classes": classes} if declared else {})},
+                     default_backbone="resnet50")
 
 
 @file_index("csv")
@@ -56,12 +87,13 @@ def csv_index(data_root=None, **options) -> FileIndex:
     root = Path(data_root) if data_root else Path(options["train"]).parent
     cols = (options.get("path_col", "image"), options.get("label_col", "label"))
     rows = {s: read_csv_rows(options[s], cols) for s in SPLITS if options.get(s)}
-    classes = class_names([lab for r in rows.values() for _, lab in r])
+    classes = declared_classes(options["classes"]) if options.get("classes") else \
+        class_names(rows, options)
     splits = {s: ([str(root / p) for p, _ in r], label_ids([lab for _, lab in r], classes,
-                                                         options[s]))
+                                                         options[s], HINT))
               for s, r in rows.items()}
     how = "user csv" + ("" if "val" in rows else "; val = stratified N//5 of train")
-    return _index("csv", root, classes, carve_val(splits), how)
+    return _index("csv", root, classes, carve_val(splits), how, options.get("classes"))
 
 
 @file_index("folder")
@@ -73,16 +105,32 @@ def folder_index(data_root=None, **options) -> FileIndex:
     root = require_dir(data_root, "folder", hint)
     if (root / "train").is_dir() and (root / "test").is_dir():
         present = [s for s in SPLITS if (root / s).is_dir()]
-        classes = sorted({d.name for s in present for d in (root / s).iterdir() if d.is_dir()})
+        classes = _folder_classes([root / s for s in present], options.get("classes"))
         splits = {s: _scan(root / s, classes) for s in present}
-        return _index("folder", root, classes, carve_val(splits), "train/val/test folders")
-    classes = sorted(d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+        return _index("folder", root, classes, carve_val(splits), "train/val/test folders",
+                      options.get("classes"))
+    classes = _folder_classes([root], options.get("classes"))
     if not classes:
         raise BenchError(f"folder: {root} has no class sub-folders")
     paths, labels = _scan(root, classes)
     idx = paper_split(labels)
     splits = {s: ([paths[i] for i in v], labels[v]) for s, v in idx.items()}
-    return _index("folder", root, classes, splits, "paper: test N//5, val N//5 of rest")
+    return _index("folder", root, classes, splits, "paper: test N//5, val N//5 of rest",
+                  options.get("classes"))
+
+
+def _folder_classes(folders: list[Path], declared: str | None) -> list[str]:
+    """Sub-folder names (sorted), or the declared classes, which every sub-folder must be."""
+    found = sorted({d.name for f in folders for d in f.iterdir()
+                    if d.is_dir() and not d.name.startswith(".")})
+    if not declared:
+        return found
+    classes = declared_classes(declared)
+    extra = [name for name in found if name not in classes]
+    if extra:
+        raise BenchError(f"folder: sub-folder '{extra[0]}' is not one of the declared classes "
+                         f"({', '.join(classes)}); add it to --data-opt classes=... or move it")
+    return classes
 
 
 def _scan(folder: Path, classes: list[str]) -> tuple[list[str], np.ndarray]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from bench.core.errors import BenchError, choices_error
 
-from .base import SPLITS, DatasetBundle, Split
+from .base import SPLITS, DatasetBundle, Split, check_labels
 from .cache import BadImages, cached_images, default_cache_dir
 
 SPLIT_SEED = 0  # the paper's random_state for every derived split
@@ -127,21 +127,22 @@ def read_csv_rows(path: str | Path, columns: tuple[str, str]) -> list[tuple[str,
     return [(row[columns[0]], row[columns[1]]) for row in read_csv_dicts(path, columns)]
 
 
-def label_ids(raw: list[str], classes: list[str] | None, where: str) -> np.ndarray:
-    """Labels given as class indices or class names -> int64 indices."""
-    if classes is None:
-        raise BenchError(f"{where}: class list unknown")
+def label_ids(raw: list[str], classes: list[str], where: str, hint: str = "") -> np.ndarray:
+    """Labels given as class names or class indices -> int64 indices, checked
+    against the declared classes (base.check_labels)."""
     lookup = {c: i for i, c in enumerate(classes)}
     out = []
-    for value in raw:
+    for row, value in enumerate(raw, 1):
         if value in lookup:
             out.append(lookup[value])
-        elif value.lstrip("-").isdigit() and 0 <= int(value) < len(classes):
+        elif value.lstrip("-").isdigit():
             out.append(int(value))
         else:
-            raise BenchError(f"{where}: label '{value}' is not a class index 0..{len(classes) - 1}"
-                             f" or a class name ({', '.join(classes[:5])}...)")
-    return np.asarray(out, dtype=np.int64)
+            raise BenchError(f"{where} row {row}: label '{value}' is neither a class name "
+                             f"({', '.join(classes[:4])}...) nor a class index{hint}")
+    out = np.asarray(out, dtype=np.int64)
+    check_labels(out, classes, where, hint)
+    return out
 
 
 def list_images(folder: Path) -> list[Path]:

@@ -9,6 +9,8 @@ the largest official size not above it, e.g. 32 px for ConvNeXt from 28 px.
 """
 from __future__ import annotations
 
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ import torch.nn.functional as F
 
 from bench.core.errors import BenchError
 
-from .base import DATASETS, SPLITS, DatasetBundle, Split
+from .base import DATASETS, SPLITS, DatasetBundle, Split, check_labels
 from .filelist import check_options, default_root
 
 OFFICIAL_SIZES = (28, 64, 128, 224)
@@ -82,7 +84,17 @@ def locate(flag: str, root: Path | None, size: int, download: bool, file=None) -
 
 
 def read_npz(path: Path, flag: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{split: (images uint8 [N,H,W,3], labels int64 [N])} with shape checks."""
+    """{split: (images uint8 [N,H,W,3], labels int64 [N])} with shape checks.
+    A truncated or corrupt file (a partial download) is a one-line error."""
+    try:
+        return _read_npz(path, flag)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+        raise BenchError(f"{path}: damaged or truncated ({type(err).__name__}: "
+                         f"{str(err).splitlines()[0] if str(err) else 'unreadable'}); "
+                         "delete it and rerun with --download to fetch it again") from None
+
+
+def _read_npz(path: Path, flag: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     with np.load(path) as data:
         missing = [f"{s}_{k}" for s in SPLITS for k in ("images", "labels")
                    if f"{s}_{k}" not in data.files]
@@ -94,7 +106,9 @@ def read_npz(path: Path, flag: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             if labels.ndim == 2 and labels.shape[1] != 1:
                 raise BenchError(f"{path}: {s}_labels has shape {labels.shape}; {flag} needs "
                                  "one label per image, shape (N, 1)")
-            out[s] = (to_rgb(images, path, s), labels.reshape(-1).astype(np.int64))
+            labels = labels.reshape(-1).astype(np.int64)
+            check_labels(labels, class_names(flag), f"{path} {s}_labels")
+            out[s] = (to_rgb(images, path, s), labels)
     return out
 
 
@@ -127,8 +141,7 @@ def load_medmnist(flag: str, data_root=None, image_size: int = 0, download: bool
     size = image_size or 28
     path = locate(flag, data_root, file_size(size), download, options.get("file"))
     splits = read_npz(path, flag)
-    names = info(flag)["label"]  # {"0": name, ...}
-    classes = [names[str(i)] for i in range(len(names))]
+    classes = class_names(flag)
     return DatasetBundle(
         name=flag, classes=classes,
         default_backbone="resnet50",
@@ -136,6 +149,11 @@ def load_medmnist(flag: str, data_root=None, image_size: int = 0, download: bool
                   **{f"n_{s}": len(splits[s][1]) for s in SPLITS}},
         **{s: Split(resize(x, size), y) for s, (x, y) in splits.items()},
     )
+
+
+def class_names(flag: str) -> list[str]:
+    names = info(flag)["label"]  # {"0": name, ...}
+    return [names[str(i)] for i in range(len(names))]
 
 
 def published_counts(flag: str) -> dict[str, int]:

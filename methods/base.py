@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from bench.core.config import apply_overrides
+from bench.core.config import apply_overrides, check_ranges
 from bench.core.registry import Registry
 
 METHODS = Registry("method")
@@ -40,7 +40,9 @@ class Method:
 
     def check_params(self) -> None:
         """Raise a one-line BenchError for an out-of-range hyper-parameter
-        (called on construction, so a bad --set fails before any training)."""
+        (called on construction, so a bad --set fails before any training).
+        Ranges are declared in the Params class's `KEYS` table."""
+        check_ranges(self.params)
 
     @property
     def heads(self) -> int:

@@ -4,10 +4,11 @@ loss = CE(z, y) + beta * |mean_n max_k p_nk - mean_n [argmax_k p_nk == y_n]|.
 Accuracy is piecewise constant, so the gradient flows through the confidences.
 """
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch.nn.functional as F
 
-from bench.core.errors import BenchError
+from bench.core.config import ge
 
 from .base import METHODS, Method
 
@@ -15,6 +16,7 @@ from .base import METHODS, Method
 @dataclass(frozen=True)
 class DCAParams:
     beta: float = 5.0  # DESIGN §1 methods table; the CE term has weight 1
+    KEYS: ClassVar[dict] = {"beta": (ge(0), "dca: weight of |mean confidence - accuracy|")}
 
 
 def dca_penalty(z, y):
@@ -26,10 +28,6 @@ def dca_penalty(z, y):
 class DCA(Method):
     Params = DCAParams
     released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
-
-    def check_params(self):
-        if self.params.beta < 0:
-            raise BenchError(f"dca: beta={self.params.beta} must be >= 0")
 
     def loss(self, logits, target):
         z = logits[:, 0]

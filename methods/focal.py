@@ -5,11 +5,12 @@ FL = mean_n -(1 - p_y)^gamma log p_y. FLSD-53 picks gamma per sample:
 5 when p_y < 0.2, else 3 (chosen on detached p_y, as Mukhoti et al.).
 """
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 
-from bench.core.errors import BenchError
+from bench.core.config import Range, ge
 
 from .base import METHODS, Method
 
@@ -17,6 +18,7 @@ from .base import METHODS, Method
 @dataclass(frozen=True)
 class FocalParams:
     gamma: float = 3.0  # focal exponent (released code's FL baseline)
+    KEYS: ClassVar[dict] = {"gamma": (ge(0), "focal: exponent of (1 - p_y)")}
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,11 @@ class AdaptiveFocalParams:
     gamma_low: float = 5.0  # used when p_y < threshold (FLSD-53: 5 ...
     gamma_high: float = 3.0  # ... else 3), Mukhoti et al. 2020 §5
     threshold: float = 0.2
+    KEYS: ClassVar[dict] = {
+        "gamma_low": (ge(0), "flsd53: focal exponent when p_y < threshold"),
+        "gamma_high": (ge(0), "flsd53: focal exponent otherwise"),
+        "threshold": (Range(0, 1), "flsd53: p_y where the exponent switches"),
+    }
 
 
 def focal_loss(z, y, gamma):
@@ -35,22 +42,12 @@ def focal_loss(z, y, gamma):
 class Focal(Method):
     Params = FocalParams
 
-    def check_params(self):
-        if self.params.gamma < 0:
-            raise BenchError(f"focal: gamma={self.params.gamma} must be >= 0")
-
     def loss(self, logits, target):
         return focal_loss(logits[:, 0], target, self.params.gamma)
 
 
 class AdaptiveFocal(Method):
     Params = AdaptiveFocalParams
-
-    def check_params(self):
-        p = self.params
-        if min(p.gamma_low, p.gamma_high) < 0 or not 0 <= p.threshold <= 1:
-            raise BenchError(f"flsd53: gammas ({p.gamma_low}, {p.gamma_high}) must be >= 0 "
-                             f"and threshold={p.threshold} in [0, 1]")
 
     def gammas(self, z, y):
         with torch.no_grad():

@@ -4,10 +4,11 @@ Target q = (1 - eps) * onehot(y) + eps / K; loss = mean_n -sum_k q_k log p_k,
 i.e. PyTorch's `label_smoothing` argument.
 """
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch.nn.functional as F
 
-from bench.core.errors import BenchError
+from bench.core.config import Range
 
 from .base import METHODS, Method
 
@@ -15,15 +16,12 @@ from .base import METHODS, Method
 @dataclass(frozen=True)
 class LSParams:
     epsilon: float = 0.05  # DESIGN §1 methods table (paper's runs; released code default 0.1)
+    KEYS: ClassVar[dict] = {"epsilon": (Range(0, 1), "ls: label smoothing epsilon")}
 
 
 class LabelSmoothing(Method):
     Params = LSParams
     released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
-
-    def check_params(self):
-        if not 0.0 <= self.params.epsilon <= 1.0:
-            raise BenchError(f"ls: epsilon={self.params.epsilon} must be in [0, 1]")
 
     def loss(self, logits, target):
         return F.cross_entropy(logits[:, 0], target, label_smoothing=self.params.epsilon)

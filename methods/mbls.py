@@ -4,10 +4,11 @@ loss = CE(z, y) + alpha * mean_{n,k} relu(max_j z_nj - z_nk - margin),
 the mean taken over every (sample, class) entry, as the authors' LogitMarginL1.
 """
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch.nn.functional as F
 
-from bench.core.errors import BenchError
+from bench.core.config import ge
 
 from .base import METHODS, Method
 
@@ -16,6 +17,8 @@ from .base import METHODS, Method
 class MbLSParams:
     margin: float = 6.0  # DESIGN §1 methods table (released code default 10)
     alpha: float = 0.1  # weight of the margin penalty
+    KEYS: ClassVar[dict] = {"margin": (ge(0), "mbls: logit-distance margin"),
+                            "alpha": (ge(0), "mbls: weight of the margin penalty")}
 
 
 def margin_penalty(z, margin: float):
@@ -27,11 +30,6 @@ def margin_penalty(z, margin: float):
 class MarginLabelSmoothing(Method):
     Params = MbLSParams
     released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
-
-    def check_params(self):
-        if self.params.margin < 0 or self.params.alpha < 0:
-            raise BenchError(f"mbls: margin={self.params.margin} and alpha={self.params.alpha} "
-                             "must be >= 0")
 
     def loss(self, logits, target):
         z = logits[:, 0]

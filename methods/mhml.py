@@ -19,11 +19,13 @@ import math
 import random
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from bench.core.config import ge
 from bench.core.errors import BenchError, choices_error
 from bench.core.transfer import h2d
 
@@ -39,6 +41,11 @@ class MultiHeadParams:
     # "released" (authors' code, made the published numbers) | "paper" (eq. 2), DESIGN §1, 1b
     mh_loss: str = "released"
     class_groups: str = "python"  # "python" (released code) | "numpy": the shuffle, DESIGN 1b
+    KEYS: ClassVar[dict] = {
+        "heads": (ge(1), "multi-head: number of heads M (<= classes)"),
+        "mh_loss": (None, "multi-head loss: released (authors' code) | paper (eq. 2)"),
+        "class_groups": (None, "multi-head class-group shuffle: python (released) | numpy"),
+    }
 
 
 # ------------------------------------------------------------------ weights --
@@ -114,9 +121,8 @@ class MultiHead(Method):
     weights = None  # [M, K] class weights, drawn by setup()
 
     def check_params(self):
+        super().check_params()
         name, p = self.name, self.params
-        if p.heads < 1:
-            raise BenchError(f"{name}: heads={p.heads} must be >= 1")
         if p.mh_loss not in MH_LOSSES:
             raise choices_error(f"{name} mh_loss", p.mh_loss, MH_LOSSES)
         if p.class_groups not in CLASS_GROUPS:

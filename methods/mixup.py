@@ -5,12 +5,13 @@ convex mix of the two CE terms: lam CE(z, y) + (1 - lam) CE(z, y[perm]).
 alpha = 0 means no mixing (lam = 1), as in the released code.
 """
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bench.core.errors import BenchError
+from bench.core.config import ge
 from bench.core.transfer import h2d
 
 from .base import METHODS, Method
@@ -19,6 +20,7 @@ from .base import METHODS, Method
 @dataclass(frozen=True)
 class MixupParams:
     alpha: float = 0.2  # Beta(0.2, 0.2), DESIGN §1 methods table (released code default 0.4)
+    KEYS: ClassVar[dict] = {"alpha": (ge(0), "mixup: Beta(alpha, alpha) mixing; 0 = no mixing")}
 
 
 def draw_lambda(alpha: float, gen: torch.Generator) -> float:
@@ -34,10 +36,6 @@ def draw_lambda(alpha: float, gen: torch.Generator) -> float:
 class Mixup(Method):
     Params = MixupParams
     released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
-
-    def check_params(self):
-        if self.params.alpha < 0:
-            raise BenchError(f"mixup: alpha={self.params.alpha} must be >= 0 (0 = no mixing)")
 
     def batch(self, x, y, gen):
         lam = draw_lambda(self.params.alpha, gen)

@@ -22,6 +22,7 @@ ALLOWED = {
     "report": {"core", "methods", "datasets"},
     "speed": {"core", "train", "sweep", "methods", "datasets"},
     "cli": {"core", "train", "sweep", "report", "speed", "methods", "datasets"},
+    "results": {"core", "report"},  # bench.results: the public facade of the results frame
 }
 
 

@@ -6,19 +6,26 @@ import dataclasses
 from tabulate import tabulate
 
 from bench.train.backbones import BACKBONES
-from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig, apply_overrides,
-                               check_choices, field_types, get_profile, parse_set)
+from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
+                               apply_overrides, check_choices, field_types, get_profile,
+                               key_table, parse_set)
 from bench.cli.data import add_data_options
+from bench.core import store
 from bench.core.errors import choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
-from bench.sweep.grid import build_specs, dry_run_table, expand_names, load_options, parse_seeds
+from bench.core.seeds import parse_seeds
+from bench.sweep.grid import build_specs, dry_run_table, expand_names, load_options
 from bench.report.summary import summary_table
 
 
 def add_parser(sub) -> None:
-    sub.add_parser("list", help="list registered methods, datasets, backbones, profiles"
-                   ).set_defaults(func=lambda args: print(list_registries()) or 0)
+    lp = sub.add_parser("list", help="list registered methods, datasets, backbones, profiles, "
+                        "derived rows; --keys: every --set key")
+    lp.add_argument("--keys", action="store_true",
+                    help="every --set key with its type, default, allowed range and meaning")
+    lp.set_defaults(func=lambda args: print(keys_table() if args.keys else list_registries())
+                    or 0)
     p = sub.add_parser("run", help="train a grid of methods x datasets x backbones x seeds")
     p.add_argument("--method", default="sl1h", help="method name(s), comma separated, 'paper' (the paper's 8 trained "
                    "methods) or 'all' (also the extra baselines)")
@@ -29,7 +36,8 @@ def add_parser(sub) -> None:
     p.add_argument("--profile", default="paper",
                    help="paper (the released code's protocol) | paper-text | quick")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a training or method hyper-parameter (repeatable)")
+                   help="override a training or method hyper-parameter (repeatable); "
+                        "`bench list --keys` lists every key, its default and range")
     p.add_argument("--results", default="results", help="run-record root")
     p.add_argument("--data-root", default=None, help="where dataset files live")
     add_data_options(p)  # --data-opt KEY=VALUE, --download
@@ -62,23 +70,48 @@ def list_registries() -> str:
         blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
     profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
     blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))
-    blocks.append("training settings (--set KEY=VALUE; default of --profile paper):\n"
-                  + tabulate(_settings(), tablefmt="plain"))
+    blocks.append("derived rows (computed by `bench report` from saved records, never trained):\n"
+                  + tabulate(DERIVED, tablefmt="plain"))
+    blocks.append("--set keys (type, default, range, meaning): bench list --keys")
     return "\n\n".join(blocks)
 
 
-def _settings() -> list[tuple]:
-    """Every TrainConfig field with its type, default and allowed values, then
-    the multi-head methods' protocol settings (docs/fidelity.md)."""
-    from bench.methods.mhml import CLASS_GROUPS, MH_LOSSES, MultiHeadParams
+DERIVED = [("dens", "D-Ens: deep ensemble, mean probabilities of the sl1h seeds of a config"),
+           ("+ts", "temperature scaling fitted on validation NLL, for every method "
+                   "(report --no-ts skips it)")]
 
-    base = PROFILES["paper"]
-    rows = [(f.name, field_types(base)[f.name].__name__, getattr(base, f.name),
-             " | ".join(CHOICES.get(f.name, ()))) for f in dataclasses.fields(base)]
-    mh = MultiHeadParams()
-    return rows + [("mh_loss", "str", mh.mh_loss, " | ".join(MH_LOSSES) + " (multi-head)"),
-                   ("class_groups", "str", mh.class_groups,
-                    " | ".join(CLASS_GROUPS) + " (multi-head)")]
+
+def keys_table() -> str:
+    """Every --set key: training keys (paper profile defaults), then method keys."""
+    from bench.methods import method_params, training_methods
+
+    rows = [_key_row(PROFILES["paper"], f, "all") for f in dataclasses.fields(TrainConfig)]
+    seen: dict = {}
+    for name in training_methods() + ["mhml"]:
+        params = method_params(name)
+        for f in dataclasses.fields(params):
+            row = _key_row(params, f, "")
+            seen.setdefault(tuple(row[:5]), []).append(name)
+    rows += [[*row, ", ".join(names)] for row, names in seen.items()]
+    return tabulate(rows, headers=["key", "type", "default", "range", "meaning", "methods"],
+                    tablefmt="simple")
+
+
+def _key_row(obj, f, methods: str) -> list:
+    rng, meaning = key_table(obj).get(f.name, (None, ""))
+    kind = field_types(obj)[f.name].__name__
+    allowed = rng.text() if rng else ("true | false" if kind == "bool"
+                                      else " | ".join(_choices(obj, f.name)) or "-")
+    row = [f.name, kind, getattr(obj, f.name), allowed, meaning]
+    return row + [methods] if methods else row
+
+
+def _choices(obj, name: str) -> tuple:
+    """The values a choice-valued key accepts (training protocol or multi-head)."""
+    if isinstance(obj, TrainConfig):
+        return CHOICES.get(name, ())
+    from bench.methods.mhml import CLASS_GROUPS, MH_LOSSES
+    return {"mh_loss": MH_LOSSES, "class_groups": CLASS_GROUPS}.get(name, ())
 
 
 def _profile_text(cfg: TrainConfig) -> str:
@@ -133,6 +166,7 @@ def run(args) -> int:
     from bench.sweep.run import exit_code, run_sweep, summary_text
 
     check_options(args)
+    store.require_writable_dir(args.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
     if args.pretrained or args.weights:
         cfg = dataclasses.replace(cfg, pretrained=True)

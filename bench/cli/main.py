@@ -15,11 +15,20 @@ SUBCOMMANDS = (
     "bench.cli.commands",  # list, run
     "bench.cli.data",  # data check
     "bench.cli.report",  # report
+    "bench.cli.check",  # check (run records)
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's errors in one line, like every other bench error (no usage
+    block: it is 15 lines for `bench run`, and --help shows it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="bench", description="Reproduce and extend Multi-Head Multi-Loss Model Calibration.")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in SUBCOMMANDS:
@@ -29,6 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if hasattr(args, "no_progress") and not sys.stderr.isatty():
+        # no terminal (a log file, a pipe): bars would be \r-overwritten lines
+        # running into the tables printed on stdout
+        args.no_progress = True
     try:
         return args.func(args)
     except BenchError as err:

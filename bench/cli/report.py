@@ -23,6 +23,7 @@ from bench.report import textables
 from bench.core.calibration import ensemble_probs
 from bench.report.derived import DENS, ENSEMBLE_OF, has_ensemble
 from bench.core.errors import BenchError
+from bench.core.seeds import parse_seeds
 from bench.core.metrics import head_probs
 from bench.report.tables import (CAPTIONS, REFERENCE, backbone_name, build_table, dataset_name, method_name,
                      missing_notes, ordered_methods)
@@ -54,8 +55,10 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default="reports", help="output folder")
     for flag in ("dataset", "backbone", "method"):
         p.add_argument(f"--{flag}", action="append", help=f"only these {flag}s (comma list)")
-    p.add_argument("--config", help="config-hash prefix, when a method has several configs")
-    p.add_argument("--seeds", type=int, help="seeds asked (0..N-1); default: every seed seen")
+    p.add_argument("--config", help="config-hash prefixes, comma-separated, one per method "
+                                    "with records of several configs (docs/reports.md)")
+    p.add_argument("--seeds", help="seeds asked, as in bench run: N (0..N-1), A-B or a comma "
+                                   "list; default: every seed seen")
     p.add_argument("--order", help="rows, e.g. 'sl1h,ls;dens;2hml,4hml' (';' = double rule); "
                                    "default: the paper's order; an explicit order shows only "
                                    "the methods it names")
@@ -69,6 +72,9 @@ def add_parser(sub) -> None:
                    help="paired test: auto = t-test below 6 seeds, Wilcoxon from 6")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--per-seed", action="store_true", help="reliability diagrams per seed too")
+    p.add_argument("--compare", choices=("paper",),
+                   help="paper: our means against the published ones (z, |z| > 2 flagged), "
+                        "the paper's claims tested on these runs (OUT/compare/)")
     p.add_argument("--no-ts", action="store_true", help="skip temperature scaling")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-progress", action="store_true")
@@ -79,22 +85,46 @@ def add_parser(sub) -> None:
 
 
 def load(args):
+    """(runs of the chosen configs, failures of every config, notes). Damaged
+    records are skipped with a note and listed as failures."""
+    damaged: list = []
     runs = aggregate.load_runs(args.results, _csv_list(args.dataset), _csv_list(args.backbone),
-                               _csv_list(args.method))
-    if args.seeds:
-        runs = [r for r in runs if r.seed < args.seeds]
-    done = {(r.dataset, r.backbone, r.method, str(r.seed)) for r in runs}
+                               _csv_list(args.method), damaged=damaged)
+    if args.seeds is not None:
+        wanted = set(parse_seeds(args.seeds))
+        runs = [r for r in runs if r.seed in wanted]
+    done = {(r.dataset, r.backbone, r.method, r.chash, str(r.seed)) for r in runs}
     # a failure that a later rerun replaced by a finished record is history, not news
     failures = [f for f in aggregate.find_failures(args.results)
-                if (f["dataset"], f["backbone"], f["method"], str(f["seed"])) not in done]
+                if (f["dataset"], f["backbone"], f["method"], f["config_hash"],
+                    str(f["seed"])) not in done] + damaged
+    notes = [f"skipped damaged record {f['path']}: {f['reason'].removeprefix('damaged: ')}"
+             for f in damaged]
     if not runs:
         found = sorted({p.relative_to(args.results).parts[0] for p in
                         store.iter_records(args.results)}) if Path(args.results).exists() else []
         raise BenchError(f"no finished run records under {args.results}/ matching the filters "
                          f"(datasets with records: {', '.join(found) or 'none'}; "
                          f"{len(failures)} failed runs)")
-    runs, notes = aggregate.select_configs(runs, args.config)
-    return runs, failures, notes
+    runs, more = aggregate.select_configs(runs, args.config)
+    return runs, failures, notes + more + setup_notes(runs)
+
+
+def setup_notes(runs) -> list[str]:
+    """A note per dataset whose records differ in what changes numbers without
+    changing the config hash (torch threads, device, versions)."""
+    from bench.core.provenance import mixed_setup
+
+    notes = []
+    for ds in sorted({r.dataset for r in runs}):
+        provs = [store.read_json(r.path / "config.json").get("provenance", {})
+                 for r in runs if r.dataset == ds]
+        mixed = mixed_setup(provs)
+        if mixed:
+            notes.append(f"{ds}: the records in these tables were made with different "
+                         f"{'; '.join(mixed)} (config.json provenance); numbers can differ "
+                         "for that reason alone")
+    return notes
 
 
 def significance(groups: dict, test: str, alpha: float) -> tuple[dict, list[list]]:
@@ -102,7 +132,7 @@ def significance(groups: dict, test: str, alpha: float) -> tuple[dict, list[list
     marks, rows = {}, []
     for (ds, bb, key), g in sorted(groups.items()):
         # TS-table rows are compared with that table's SL1H row (logits averaged).
-        ref_key = f"{REFERENCE}@ts-base" if key.endswith(("+ts", "@ts-base")) else REFERENCE
+        ref_key = f"{REFERENCE}@ts-base" if g.variant in ("ts", "ts-base") else REFERENCE
         ref = groups.get((ds, bb, ref_key))
         if ref is None or key == ref_key or g.single:
             continue
@@ -234,23 +264,27 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
 def report(args) -> int:
     from bench.report.markdown import report_markdown
 
-    out = Path(args.out)
+    out = store.require_writable_dir(args.out, "--out")
     runs, failures, notes = load(args)
     out.mkdir(parents=True, exist_ok=True)
-    expected = aggregate.expected_seeds(runs, args.seeds)
+    expected = aggregate.expected_seeds(runs)
+    if args.seeds is not None:  # every seed asked counts, found or not
+        expected = {ds: tuple(parse_seeds(args.seeds)) for ds in expected}
     n_cells = len({(r.dataset, r.backbone, r.method) for r in runs})
     with tqdm(total=n_cells, desc="aggregate", disable=args.no_progress) as bar:
         groups, more = aggregate.build_groups(runs, with_ts=not args.no_ts, progress=bar)
     notes += more
     sig_marks, sig_rows = significance(groups, args.test, args.alpha)
     sig_name = " / ".join(sorted({r[4] for r in sig_rows})) or None  # which test(s) ran
+    few = sorted({r[5] for r in sig_rows if r[5] < stats.MIN_SEEDS_NOTE})
+    if args.significance and few:
+        notes.append(f"caution: some paired tests compare only {', '.join(map(str, few))} "
+                     f"seed(s); below {stats.MIN_SEEDS_NOTE} a test has almost no power and a "
+                     "marked difference is weak evidence")
     tables = make_tables(args, groups, expected, sig_marks, sig_name)
     written = [aggregate.write_runs_csv(runs, out / "runs.csv"),
                aggregate.write_groups_csv(groups, expected, out / "groups.csv"),
-               aggregate.write_csv(out / "failed_runs.csv",
-                          ["dataset", "backbone", "method", "seed", "reason", "last_step", "path"],
-                          [[f[k] for k in ("dataset", "backbone", "method", "seed", "reason",
-                                           "last_step", "path")] for f in failures]),
+               aggregate.write_failures_csv(failures, out / "failed_runs.csv"),
                aggregate.write_csv(out / "stats" / "paired_tests.csv",
                           ["dataset", "backbone", "row", "metric", "test", "n", "statistic", "p",
                            "significant"], sig_rows)]
@@ -265,6 +299,11 @@ def report(args) -> int:
         written.append(aggregate.write_csv(out / "stats" / "friedman.csv",
                                   ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"],
                                   f_rows))
+    if args.compare == "paper":
+        from bench.report import compare, comparetables
+        files, line = comparetables.write(compare.rows_from_groups(groups), out, not args.no_plots)
+        written += files
+        notes.append(line)
     md = out / "report.md"
     md.write_text(report_markdown(tables, failures, notes, figures, out))
     written += figures + [md]

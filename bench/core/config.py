@@ -70,6 +70,86 @@ class TrainConfig:
         return self.cycles * self.epochs_per_cycle
 
 
+# ------------------------------------------------------------- ranges --
+@dataclass(frozen=True)
+class Range:
+    """Allowed values of a numeric field: low/high bounds, each open or closed."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def ok(self, value) -> bool:
+        lo, hi = self.low, self.high
+        return ((lo is None or value > lo or (value == lo and not self.low_open))
+                and (hi is None or value < hi or (value == hi and not self.high_open)))
+
+    def text(self) -> str:
+        parts = [f"{'>' if self.low_open else '>='} {self.low:g}"] if self.low is not None else []
+        if self.high is not None:
+            parts.append(f"{'<' if self.high_open else '<='} {self.high:g}")
+        return " and ".join(parts) or "any"
+
+
+def gt(x: float) -> Range:
+    return Range(low=x, low_open=True)
+
+
+def ge(x: float) -> Range:
+    return Range(low=x)
+
+
+# Every TrainConfig field: (allowed range or None for non-numeric, one line of
+# meaning). Checked when the grid is built; `bench list --keys` prints it.
+TRAIN_KEYS = {
+    "lr": (gt(0), "SGD learning rate (peak of each cosine cycle)"),
+    "momentum": (Range(0, 1, high_open=True), "SGD momentum (paper: 0)"),
+    "weight_decay": (ge(0), "SGD weight decay (paper: 0)"),
+    "batch_size": (ge(2), "training images per step (paper: 8)"),
+    "cycles": (ge(1), "cosine warm-restart cycles; checkpoint chosen among cycle ends"),
+    "epochs_per_cycle": (ge(1), "epochs per cycle (epochs = cycles x epochs_per_cycle)"),
+    "eta_min": (ge(0), "learning rate at the end of each cycle"),
+    "augment": (None, "TrivialAugmentWide per training image"),
+    "image_size": (ge(0), "training/eval size in px; 0 = the dataset's default, else at "
+                          "least the backbone's minimum"),
+    "pretrained": (None, "ImageNet weights for the backbone (set by --pretrained/--weights)"),
+    "eval_batch_size": (ge(1), "evaluation batch size (speed only)"),
+    "augment_mode": (None, "TrivialAugmentWide implementation: batched | per_image"),
+    "bf16": (None, "bf16 autocast for forward and loss (changes the numbers)"),
+    "channels_last": (None, "NHWC memory layout (speed only)"),
+    "compile": (None, "torch.compile the training model (speed only)"),
+    "compile_mode": (None, "torch.compile mode, e.g. default | reduce-overhead"),
+    "cudnn_benchmark": (None, "let cuDNN time and pick its fastest algorithms (CUDA only)"),
+    "size_rule": (None, "image sizes: released (each method's script) | uniform (paper text)"),
+    "test_size": (ge(0), "test size in px; 0 = by size_rule (the dataset's size)"),
+    "augment_size": (ge(0), "training (augmented) size in px; 0 = by size_rule"),
+    "backbone_impl": (None, "library that builds the backbone: torchvision | timm"),
+    "imagenet_weights": (None, "ImageNet weight version: released | same"),
+    "drop_path": (Range(-1, 1, high_open=True),
+                  "stochastic-depth rate; -1 = the implementation's default, else in [0, 1)"),
+    "drop_last": (None, "drop the last incomplete training batch (released loader)"),
+    "checkpoint_score": (None, "validation score that picks the checkpoint: released | mean_prob"),
+    "deterministic": (None, "deterministic algorithms (slower; the released code's switch)"),
+}
+
+
+def key_table(obj) -> dict:
+    """{field: (Range | None, meaning)} of a config or method-parameter dataclass
+    (a method's parameters declare theirs as a `KEYS` class attribute)."""
+    return TRAIN_KEYS if isinstance(obj, TrainConfig) else getattr(type(obj), "KEYS", {})
+
+
+def check_ranges(obj) -> None:
+    """One-line error for the first numeric field outside its declared range."""
+    table = key_table(obj)
+    for f in fields(obj):
+        rng, meaning = table.get(f.name, (None, ""))
+        value = getattr(obj, f.name)
+        if rng is not None and not rng.ok(value):
+            raise BenchError(f"--set {f.name}={value}: must be {rng.text()} ({meaning})")
+
+
 # Fields that change speed or memory but not the numbers: left out of the hash.
 NON_RESULT_FIELDS = frozenset({"eval_batch_size", "channels_last", "compile", "compile_mode",
                                "cudnn_benchmark", "deterministic"})
@@ -169,7 +249,9 @@ def apply_overrides(obj, raw: dict[str, str]):
     for key in raw:
         if key not in types:
             raise choices_error("--set key", key, sorted(types))
-    return replace(obj, **{k: convert(k, v, types[k]) for k, v in raw.items()})
+    new = replace(obj, **{k: convert(k, v, types[k]) for k, v in raw.items()})
+    check_ranges(new)
+    return new
 
 
 def result_fields(cfg: TrainConfig) -> dict:

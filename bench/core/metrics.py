@@ -25,11 +25,14 @@ def accuracy(probs: np.ndarray, labels: np.ndarray) -> float:
 def ece_bins(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15):
     """Per-bin (accuracy, mean confidence, share of samples) as torchmetrics bins.
 
-    Bins are [k/n, (k+1)/n) with boundaries computed like torch.linspace in the
-    confidences' dtype; a confidence of exactly 1.0 lands in an extra bin of its
+    Bins are [k/n, (k+1)/n) with float32 boundaries from torch.linspace and
+    float32 confidences, as torchmetrics computes them; a confidence of exactly 1.0 lands in an extra bin of its
     own (index n_bins), which is what torchmetrics' bucketize(right=True) does.
     """
-    conf = probs.max(axis=1)
+    # torchmetrics bins float32 confidences whatever the input dtype (its
+    # `confidences.float()`): float64 probabilities (temperature-scaled rows)
+    # on a bin edge must land where they land there.
+    conf = np.asarray(probs).max(axis=1).astype(np.float32)
     correct = (probs.argmax(axis=1) == labels).astype(conf.dtype)
     edges = _linspace01(n_bins, conf.dtype)
     idx = np.searchsorted(edges, conf, side="right") - 1

@@ -8,18 +8,44 @@ results/<dataset>/<backbone>/<method>/<config-hash>/seed<k>/
 A record is assembled in a hidden sibling directory and renamed into place
 only when every file is written, so a killed run never looks finished, and
 `--force` replaces an old record only once the new one is complete.
+metrics.json, written last, holds the sha256 and size of the other files,
+so `verify` can tell a record damaged later (truncated, deleted) from an
+intact one; a damaged record is moved aside (`move_aside`), never deleted.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from bench.core.errors import BenchError
+
 DONE = "done"
+FILES = ("config.json", "predictions.npz")  # checksummed in metrics.json["files"]
+SEED_DIR = re.compile(r"seed\d+")  # a record's own name; moved-aside copies do not match
+
+
+def require_writable_dir(path, flag: str) -> Path:
+    """One-line error unless `path` is a folder this process can write, or can be
+    created as one; checked before anything is trained or written (creates nothing)."""
+    path = Path(path)
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent  # the nearest existing ancestor must take the new folder
+    subject = "" if probe == path else f"cannot be created: {probe} "
+    if not probe.is_dir():
+        raise BenchError(f"{flag} {path}: {subject}is a file, not a folder; "
+                         "give a writable folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise BenchError(f"{flag} {path}: {subject}is not writable; give a writable folder")
+    return path
 
 
 def record_dir(root, dataset: str, backbone: str, method: str, chash: str, seed: int) -> Path:
@@ -54,7 +80,9 @@ def write_record(path: Path, config: dict, metrics: dict, arrays: dict[str, np.n
     try:
         np.savez(tmp / "predictions.npz", **arrays)
         _write_json(tmp / "config.json", config)
-        _write_json(tmp / "metrics.json", {**metrics, "status": DONE})  # last: marks complete
+        sums = {name: file_sum(tmp / name) for name in FILES}
+        # last: marks the record complete and vouches for the files above
+        _write_json(tmp / "metrics.json", {**metrics, "status": DONE, "files": sums})
         _replace_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -78,9 +106,82 @@ def load_predictions(path: Path) -> dict[str, np.ndarray]:
 
 
 def iter_records(root) -> list[Path]:
-    """Every complete record under `root` (hidden temporaries are skipped)."""
+    """Every complete record under `root` (temporaries and moved-aside copies are skipped)."""
+    return [p for p in iter_seed_dirs(root) if is_complete(p)]
+
+
+def iter_seed_dirs(root) -> list[Path]:
+    """Every record directory under `root`, complete or damaged."""
     root = Path(root)
-    if not root.exists():
+    if not root.is_dir():
         return []
-    found = [p.parent for p in root.glob("*/*/*/*/seed*/metrics.json")]
-    return sorted(p for p in found if not p.name.startswith(".") and is_complete(p))
+    return sorted(p for p in root.glob("*/*/*/*/seed*")
+                  if p.is_dir() and SEED_DIR.fullmatch(p.name))
+
+
+# ---------------------------------------------------------------- verify --
+def file_sum(path: Path) -> dict:
+    with open(path, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    return {"sha256": digest, "size": os.path.getsize(path)}
+
+
+def verify(path) -> str | None:
+    """None if the record at `path` is intact, else a short reason such as
+    'predictions.npz: checksum mismatch', 'config.json: missing'.
+
+    Records written before checksums existed are checked by reading their files."""
+    path = Path(path)
+    try:
+        metrics = read_json(path / "metrics.json")
+    except FileNotFoundError:
+        return "metrics.json: missing"
+    except (OSError, ValueError):
+        return "metrics.json: unreadable"
+    if not isinstance(metrics, dict) or metrics.get("status") != DONE:
+        return "metrics.json: not marked done"
+    sums = metrics.get("files")
+    if not isinstance(sums, dict):
+        return _verify_by_reading(path)
+    for name in FILES:
+        reason = _check_sum(path / name, sums.get(name))
+        if reason:
+            return f"{name}: {reason}"
+    return None
+
+
+def _check_sum(path: Path, expected) -> str | None:
+    if not path.is_file():
+        return "missing"
+    if not isinstance(expected, dict):
+        return "no checksum recorded"
+    try:
+        actual = file_sum(path)
+    except OSError:
+        return "unreadable"
+    if actual["size"] != expected.get("size"):
+        return f"size mismatch ({actual['size']} bytes, recorded {expected.get('size')})"
+    return None if actual["sha256"] == expected.get("sha256") else "checksum mismatch"
+
+
+def _verify_by_reading(path: Path) -> str | None:
+    for name, read in (("config.json", read_json), ("predictions.npz", load_predictions)):
+        if not (path / name).is_file():
+            return f"{name}: missing"
+        try:
+            read(path / name)
+        except Exception:  # noqa: BLE001 - any failure to read means damaged (zip, json, OS)
+            return f"{name}: unreadable"
+    return None
+
+
+def move_aside(path) -> Path:
+    """Rename a damaged record to seed<k>.damaged-<UTC time> beside it (kept, never
+    deleted) so its seed can be retrained; returns the new path."""
+    path = Path(path)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    if target.exists():
+        target = path.with_name(f"{target.name}-{uuid.uuid4().hex[:6]}")
+    os.rename(path, target)
+    return target

@@ -1,4 +1,5 @@
-"""bench.report: run records -> numbers and documents: aggregation over seeds,
+"""bench.report: run records -> numbers and documents: the results frame
+(frame.py, public as bench.results.load), one aggregation over seeds,
 derived rows (deep ensemble, temperature scaling), ranks, statistics, tables
 (LaTeX, Markdown, terminal), figures, the end-of-run summary.
 

@@ -9,22 +9,22 @@ predictions (bench.report.derived): `dens`, the deep ensemble of the sl1h seeds,
 """
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from bench.core import store
+from bench.report import frame
+from bench.report.frame import COSTS, METRICS
 from bench.core.calibration import scaled_probs
 from bench.report.derived import (DENS, ENSEMBLE_OF, MIN_MEMBERS, deep_ensemble, has_ensemble,
                       temperature_scaled_predictions)
 from bench.core.errors import BenchError
 from bench.core.metrics import all_metrics
 
-METRICS = ("acc", "ece", "nll", "brier", "auc", "gap")
-COSTS = ("n_params", "train_seconds", "train_images_per_s", "infer_ms_per_image")
 # A deep ensemble's cost sums over its members, except rates: members train
 # one after another, so the ensemble's training images/s is their mean.
 RATE_COSTS = ("train_images_per_s",)
@@ -43,6 +43,12 @@ class Run:
     path: Path
 
 
+# seeds: the trained runs; dens: the deep ensemble of sl1h seeds; ts: the
+# runs after temperature scaling; ts-base: the same runs with head logits
+# averaged and T = 1 (the TS table's un-scaled row).
+VARIANTS = ("seeds", "dens", "ts", "ts-base")
+
+
 @dataclass
 class Group:
     dataset: str
@@ -55,6 +61,12 @@ class Group:
     cost: dict  # cost -> per-run mean (ensemble: summed over members, rates averaged)
     single: bool = False  # one number, no std (deep ensemble)
     extra: dict = field(default_factory=dict)
+    variant: str = "seeds"  # one of VARIANTS: what the row is made of
+
+    @property
+    def row_method(self) -> str:
+        """The method key a table lists the row under ('dens' for D-Ens)."""
+        return DENS if self.variant == "dens" else self.method
 
     @property
     def n(self) -> int:
@@ -70,31 +82,36 @@ class Group:
 # ---------------------------------------------------------------- reading
 
 
-def _parts(root: Path, path: Path) -> tuple[str, str, str, str, int]:
-    dataset, backbone, method, chash, seed_dir = path.relative_to(root).parts[:5]
-    return dataset, backbone, method, chash, int(seed_dir.removeprefix("seed"))
+def runs_of(df: pd.DataFrame) -> list[Run]:
+    """Frame rows (bench.report.frame) -> Runs, in frame order."""
+    return [Run(dataset=r["dataset"], backbone=r["backbone"], method=r["method"],
+                chash=r["config_hash"], seed=int(r["seed"]), heads=int(r["heads"]),
+                metrics={k: r[f"test_{k}"] for k in METRICS if _has(r, f"test_{k}")},
+                cost={k: r[k] for k in COSTS if _has(r, k)}, path=Path(r["path"]))
+            for r in df.to_dict("records")]
 
 
-def read_run(root: Path, path: Path) -> Run:
-    m = store.read_json(path / "metrics.json")
-    try:
-        cfg = store.read_json(path / "config.json")
-    except (OSError, ValueError):
-        cfg = {}
-    dataset, backbone, method, chash, seed = _parts(root, path)
-    return Run(dataset=cfg.get("dataset", dataset), backbone=cfg.get("backbone", backbone),
-               method=cfg.get("method", method), chash=chash, seed=int(cfg.get("seed", seed)),
-               heads=int(cfg.get("heads", 1)),
-               metrics={k: float(m["test"][k]) for k in METRICS if k in m["test"]},
-               cost={k: float(m[k]) for k in COSTS if m.get(k) is not None}, path=path)
+def _has(row: dict, key: str) -> bool:
+    return key in row and not pd.isna(row[key])
 
 
-def load_runs(results, datasets=None, backbones=None, methods=None) -> list[Run]:
-    root = Path(results)
-    runs = [read_run(root, p) for p in store.iter_records(root)]
-    return [r for r in runs if (not datasets or r.dataset in datasets)
-            and (not backbones or r.backbone in backbones)
-            and (not methods or r.method in methods)]
+def load_runs(results, datasets=None, backbones=None, methods=None,
+              damaged: list | None = None) -> list[Run]:
+    """The finished, readable runs matching the filters; damaged records are
+    appended to `damaged` (failure rows) when given."""
+    df, bad = frame.load_records(results)
+    keep = [f for f in bad if (not datasets or f["dataset"] in datasets)
+            and (not backbones or f["backbone"] in backbones)
+            and (not methods or f["method"] in methods)]
+    if damaged is not None:
+        damaged += keep
+    if df.empty:
+        return []
+    mask = pd.Series(True, index=df.index)
+    for col, allowed in (("dataset", datasets), ("backbone", backbones), ("method", methods)):
+        if allowed:
+            mask &= df[col].isin(allowed)
+    return runs_of(df[mask])
 
 
 def _reason(obj: dict) -> str:
@@ -135,6 +152,7 @@ def _failure_row(root: Path, f: Path, obj: dict) -> dict:
         row[key] = row[key] or value
     seed_dir = next((p for p in parts if p.startswith("seed") and p[4:].split(".")[0].isdigit()), "")
     row["seed"] = row["seed"] if row["seed"] != "" else seed_dir[4:].split(".")[0]
+    row["config_hash"] = obj.get("config_hash") or (parts[3] if len(parts) >= 5 else "")
     row.update(reason=_reason(obj), last_step=obj.get("last_step", obj.get("step", "")),
                path=str(f))
     return row
@@ -144,30 +162,54 @@ def _failure_row(root: Path, f: Path, obj: dict) -> dict:
 
 
 def select_configs(runs: list[Run], config: str | None = None) -> tuple[list[Run], list[str]]:
-    """One config hash per (dataset, backbone, method): `config` (a hash
-    prefix) if given, else the one with most seeds (then newest). Notes say
-    what was left out, so nothing is mixed or dropped silently."""
+    """One config hash per (dataset, backbone, method), never picked silently.
+
+    `config`: comma-separated hash prefixes; each chooses the config of the
+    methods it matches (a prefix matching no record is an error). A cell left
+    with more than one config stops the report with a one-line error listing
+    each candidate, its differing settings and seed count (docs/reports.md).
+    """
+    prefixes = [c.strip() for c in (config or "").split(",") if c.strip()]
+    known = sorted({r.chash for r in runs})
+    for p in prefixes:
+        if not any(h.startswith(p) for h in known):
+            raise BenchError(f"--config {p}: matches no record; configs present: "
+                             f"{', '.join(known)}")
     by_cell: dict = defaultdict(lambda: defaultdict(list))
     for r in runs:
         by_cell[(r.dataset, r.backbone, r.method)][r.chash].append(r)
     keep, notes = [], []
     for cell, hashes in sorted(by_cell.items()):
-        if config:
-            chosen = [h for h in hashes if h.startswith(config)]
-            if not chosen:
-                notes.append(f"{'/'.join(cell)}: no record with config {config}; "
-                             f"has {', '.join(sorted(hashes))}")
-                continue
-            best = chosen[0]
-        else:
-            best = max(hashes, key=lambda h: (len(hashes[h]),
-                                              max(r.path.stat().st_mtime for r in hashes[h])))
+        chosen = [h for h in hashes if any(h.startswith(p) for p in prefixes)] or sorted(hashes)
+        if len(chosen) > 1:
+            raise BenchError(_ambiguous(cell, {h: hashes[h] for h in chosen}))
+        best = chosen[0]
         keep += sorted(hashes[best], key=lambda r: r.seed)
         others = [f"{h} ({len(v)} seeds)" for h, v in sorted(hashes.items()) if h != best]
         if others:
-            notes.append(f"{'/'.join(cell)}: using config {best} ({len(hashes[best])} seeds), "
-                         f"ignoring {', '.join(others)}; choose with --config HASH")
+            notes.append(f"{'/'.join(cell)}: using config {best} ({len(hashes[best])} seeds, "
+                         f"chosen by --config), ignoring {', '.join(others)}")
     return keep, notes
+
+
+def _settings_of(run: Run) -> dict:
+    try:
+        return frame.settings(store.read_json(run.path / "config.json"))
+    except frame.READ_ERRORS:
+        return {}
+
+
+def _ambiguous(cell: tuple, hashes: dict) -> str:
+    """One line: each candidate config with the settings where they differ."""
+    settings = {h: _settings_of(rs[0]) for h, rs in hashes.items()}
+    keys = sorted({k for s in settings.values() for k in s})
+    differ = [k for k in keys if len({repr(s.get(k)) for s in settings.values()}) > 1]
+    parts = []
+    for h, rs in sorted(hashes.items()):
+        diff = ", ".join(f"{k.removeprefix('train_')}={settings[h].get(k, '?')}" for k in differ)
+        parts.append(f"{h} ({len(rs)} seeds{'; ' + diff if diff else ''})")
+    return (f"{'/'.join(cell)} has records of {len(hashes)} configs: {'; '.join(parts)}; "
+            f"choose with --config PREFIX[,PREFIX...] (one per method), or --method/--backbone")
 
 
 def _costs(runs: list[Run], ensemble: bool = False) -> dict:
@@ -199,7 +241,8 @@ def ensemble_group(runs: list[Run]) -> Group:
     first = runs[0]
     return Group(first.dataset, first.backbone, DENS, first.method, first.chash,
                  tuple(r.seed for r in runs), {m: [test[m]] for m in METRICS if m in test},
-                 _costs(runs, ensemble=True), single=True, extra={"members": len(runs)})
+                 _costs(runs, ensemble=True), single=True, extra={"members": len(runs)},
+                 variant="dens")
 
 
 def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
@@ -213,6 +256,7 @@ def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
         fitted[r.seed] = temperature_scaled_predictions(p)
     base = _group(runs, f"{runs[0].method}@ts-base", lambda r: unscaled[r.seed])
     scaled = _group(runs, f"{runs[0].method}+ts", lambda r: fitted[r.seed]["test"])
+    base.variant, scaled.variant = "ts-base", "ts"
     scaled.extra = {"temperature": [fitted[r.seed]["temperature"] for r in runs]}
     return base, scaled
 
@@ -240,37 +284,62 @@ def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[
 
 # ---------------------------------------------------------------- CSV
 
+# csv.writer's line ends, as the CSVs had before pandas wrote them
+LINE_END = "\r\n"
+FAILURE_COLUMNS = ["dataset", "backbone", "method", "seed", "reason", "last_step", "path",
+                   "config_hash"]
+
 
 def write_csv(path: Path, header: list[str], rows) -> Path:
+    """Rows (lists aligned with `header`) -> CSV, written by pandas."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
+    pd.DataFrame(list(rows), columns=header).to_csv(path, index=False, lineterminator=LINE_END)
     return path
 
 
+def write_failures_csv(failures: list[dict], path: Path) -> Path:
+    return write_csv(path, FAILURE_COLUMNS, ([f.get(k, "") for k in FAILURE_COLUMNS]
+                                             for f in failures))
+
+
+def runs_frame(runs: list[Run]) -> pd.DataFrame:
+    """runs.csv: one row per run, test metrics under their plain names."""
+    return pd.DataFrame([{"dataset": r.dataset, "backbone": r.backbone, "method": r.method,
+                          "config_hash": r.chash, "seed": r.seed, "heads": r.heads,
+                          **{m: r.metrics.get(m) for m in METRICS},
+                          **{c: r.cost.get(c) for c in COSTS}, "path": str(r.path)}
+                         for r in runs],
+                        columns=["dataset", "backbone", "method", "config_hash", "seed", "heads",
+                                 *METRICS, *COSTS, "path"])
+
+
 def write_runs_csv(runs: list[Run], path: Path) -> Path:
-    cols = ["dataset", "backbone", "method", "config_hash", "seed", "heads", *METRICS, *COSTS,
-            "path"]
-    return write_csv(path, cols, ([r.dataset, r.backbone, r.method, r.chash, r.seed, r.heads,
-                                   *[r.metrics.get(m, "") for m in METRICS],
-                                   *[r.cost.get(c, "") for c in COSTS], r.path] for r in runs))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runs_frame(runs).to_csv(path, index=False, lineterminator=LINE_END)
+    return path
+
+
+def groups_frame(groups: dict, expected: dict) -> pd.DataFrame:
+    """groups.csv: mean, population std, n/N per group (fractions, not x100);
+    `variant` says what the row is made of (VARIANTS)."""
+    rows = []
+    for (ds, bb, key), g in sorted(groups.items()):
+        row = {"dataset": ds, "backbone": bb, "row": key, "method": g.method,
+               "config_hash": g.chash, "n": g.n, "N": len(expected.get(ds, ())),
+               "seeds": " ".join(map(str, g.seeds))}
+        for m in METRICS:
+            row[f"{m}_mean"] = g.mean(m) if m in g.values else None
+            row[f"{m}_std"] = g.std(m) if m in g.values else None
+        rows.append({**row, **{c: g.cost.get(c) for c in COSTS}, "variant": g.variant})
+    cols = ["dataset", "backbone", "row", "method", "config_hash", "n", "N", "seeds",
+            *[f"{m}_{s}" for m in METRICS for s in ("mean", "std")], *COSTS, "variant"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def write_groups_csv(groups: dict, expected: dict, path: Path) -> Path:
-    """Mean, population std and n/N per group (fractions, not x100)."""
-    cols = ["dataset", "backbone", "row", "method", "config_hash", "n", "N", "seeds"]
-    cols += [f"{m}_{s}" for m in METRICS for s in ("mean", "std")] + list(COSTS)
-    rows = []
-    for (ds, bb, key), g in sorted(groups.items()):
-        row = [ds, bb, key, g.method, g.chash, g.n, len(expected.get(ds, ())),
-               " ".join(map(str, g.seeds))]
-        for m in METRICS:
-            std = g.std(m) if m in g.values else None
-            row += [g.mean(m) if m in g.values else "", "" if std is None else std]
-        rows.append(row + [g.cost.get(c, "") for c in COSTS])
-    return write_csv(path, cols, rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    groups_frame(groups, expected).to_csv(path, index=False, lineterminator=LINE_END)
+    return path
 
 
 def expected_seeds(runs: list[Run], n_seeds: int | None = None) -> dict[str, tuple]:

@@ -50,20 +50,3 @@ MIN_MEMBERS = 2  # one seed is no ensemble
 def has_ensemble(method: str, n_seeds: int) -> bool:
     """Whether a group of seeds gets a D-Ens row (summary, tables, figures)."""
     return method == ENSEMBLE_OF and n_seeds >= MIN_MEMBERS
-
-
-def derived_rows(method: str, paths: list[Path]) -> dict[str, list[dict]]:
-    """Derived rows of one group of seeds (one method, one config), for the
-    summary and the report code: {row name: per-run test metrics}.
-
-    `<method>+ts` has one entry per seed (with its fitted "temperature");
-    `dens` (only for sl1h groups of at least two seeds, as `bench report`) has
-    a single entry, the ensemble of all seeds, with "members" = number of
-    seeds, as the paper (no std).
-    """
-    rows = {f"{method}+ts": [{**r["test"], "temperature": r["temperature"]}
-                             for r in map(temperature_scaled, paths)]}
-    if has_ensemble(method, len(paths)):
-        ens = deep_ensemble(paths)
-        rows[DENS] = [{**ens["test"], "members": ens["members"]}]
-    return rows

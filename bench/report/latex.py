@@ -1,7 +1,7 @@
 """LaTeX tables in the paper's layout (pure: a tables.Table in, text out).
 
 One tabular: a column of bold method names, then per backbone a block
-ACC↑ / ECE↓ / NLL↓ / Rank↓ (optionally Params / Train s / Train img/s / Infer) under a bold
+ACC↑ / ECE↓ / Gap / NLL↓ / Rank↓ (optionally Params / Train s / Train img/s / Infer) under a bold
 multicolumn header with a cmidrule; values x100 with two decimals, Rank with
 one; best Rank per block underlined bold, second best bold; D-Ens between
 double rules; in the TS table each method is followed by its +TS row whose
@@ -14,7 +14,10 @@ from bench.report.tables import COST_HEADS, Table, backbone_name, cost_texts, da
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
 # closing double quote is the typographic ditto mark and compiles anywhere.
 DITTO = "''"
-HEADS = (r"ACC$^\uparrow$", r"ECE$_\downarrow$", r"NLL$_\downarrow$", r"Rank$_\downarrow$")
+# Gap = mean confidence - accuracy (signed, x100), as in the Markdown tables:
+# it shows the direction of miscalibration that ECE hides.
+HEADS = (r"ACC$^\uparrow$", r"ECE$_\downarrow$", "Gap", r"NLL$_\downarrow$",
+         r"Rank$_\downarrow$")
 PREAMBLE = ("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{rotating}\n"
             "\\usepackage{amssymb}\n")
 _ESCAPES = {"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#",
@@ -64,7 +67,9 @@ def row_cells(table: Table, row) -> list[str]:
             out += ["--"] * width
             continue
         acc = DITTO if cell.ditto_acc else metric_cell(cell, "acc", table.kind == "std")
-        out += [acc] + [metric_cell(cell, m, table.kind == "std") for m in ("ece", "nll")]
+        gap = f"${cell.mean['gap'] * 100:+.2f}$" if "gap" in cell.mean else "--"
+        out += [acc, metric_cell(cell, "ece", table.kind == "std"), gap,
+                metric_cell(cell, "nll", table.kind == "std")]
         out.append(rank_cell(cell))
         out += cost_texts(cell.cost) if table.cost else []
     return out
@@ -109,6 +114,7 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
     if table.any_sig:
         out.append(f"$^{{*}}$ differs from {method_name('sl1h')} ({tex_escape(table.sig_test)} "
                    "over seeds, paired by seed, two-sided $p<0.05$).")
+    out.append("Gap: mean confidence $-$ accuracy ($\\times$100); $<0$ means under-confident.")
     if table.cost:
         out.append("Params in millions; Train: seconds and images/s of training per run; "
                    "Infer: ms per test image; D-Ens: sums over its members (images/s: "

@@ -19,6 +19,8 @@ import numpy as np
 
 from bench.core.errors import choices_error
 
+# Fewer paired seeds than this: the report prints a caution next to any marks.
+MIN_SEEDS_NOTE = 3
 WILCOXON_MIN_N = 6  # n = 6 is the first size where exact Wilcoxon can give p < 0.05
 TESTS = ("auto", "ttest", "wilcoxon")
 _NAMES = {"ttest": "paired t-test", "wilcoxon": "Wilcoxon signed-rank"}

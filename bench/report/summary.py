@@ -1,7 +1,8 @@
 """The end-of-run table: ACC / ECE / NLL as mean ± population std, x100,
 with the derived rows under their method: `<method>+ts` (temperature scaling,
 mean fitted T) and, under sl1h, `dens` (deep ensemble of its seeds: one
-number, no std, as the paper)."""
+number, no std, as the paper). Its numbers come from the same aggregation as
+`bench report` (bench.report.aggregate.build_groups)."""
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -10,10 +11,11 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from bench.core import store
-from bench.report.derived import DENS, derived_rows
+from bench.report import aggregate, frame
 
 COLUMNS = (("acc", "ACC"), ("ece", "ECE"), ("nll", "NLL"))
+# Which groups the summary shows under each method, in this order.
+SHOWN = ("seeds", "ts", "dens")
 
 
 def mean_pm_std(values, scale: float = 100.0, digits: int = 2) -> str:
@@ -30,24 +32,23 @@ def group_paths(groups) -> "OrderedDict[object, list[Path]]":
     return by_exp
 
 
-def _row(name: str, backbone: str, metrics: list[dict], temperature: str = "") -> list:
-    if name == DENS:  # one ensemble, one number per metric
-        cells = [f"{100 * metrics[0][key]:.2f}" for key, _ in COLUMNS]
-        return [name, backbone, metrics[0]["members"], *cells, temperature]
-    cells = [mean_pm_std([m[key] for m in metrics]) for key, _ in COLUMNS]
-    return [name, backbone, len(metrics), *cells, temperature]
+def _row(g: aggregate.Group) -> list:
+    if g.single:  # one ensemble, one number per metric
+        cells = [f"{100 * g.values[key][0]:.2f}" for key, _ in COLUMNS]
+        return [g.key, g.backbone, g.extra["members"], *cells, ""]
+    cells = [mean_pm_std(g.values[key]) for key, _ in COLUMNS]
+    temps = g.extra.get("temperature")
+    return [g.key, g.backbone, g.n, *cells, f"{np.mean(temps):.3f}" if temps else ""]
 
 
 def summary_rows(groups) -> list[list]:
     """One row per experiment, then its derived rows (+ts, and dens for sl1h)."""
     rows = []
-    for exp, paths in group_paths(groups).items():
-        metrics = [store.read_json(p / "metrics.json")["test"] for p in paths]
-        rows.append(_row(exp.method, exp.backbone, metrics))
-        for name, derived in derived_rows(exp.method, paths).items():
-            temps = [d["temperature"] for d in derived if "temperature" in d]
-            rows.append(_row(name, exp.backbone, derived,
-                             f"{np.mean(temps):.3f}" if temps else ""))
+    for paths in group_paths(groups).values():
+        df, _ = frame.load_records(paths[0].parents[4], paths)
+        built, _ = aggregate.build_groups(aggregate.runs_of(df))
+        by_variant = {g.variant: g for g in built.values()}
+        rows += [_row(by_variant[v]) for v in SHOWN if v in by_variant]
     return rows
 
 

@@ -55,8 +55,6 @@ def cost_texts(cost: dict) -> list[str]:
 
 
 def method_name(key: str) -> str:
-    if key.endswith("+ts"):
-        return method_name(key[:-3]) + "+TS"
     return METHOD_NAMES.get(key, key.upper())
 
 
@@ -182,8 +180,7 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     (backbone, row key) -> {metric: bool}. None when nothing to show."""
     have = {b for d, b, _ in groups if d == dataset}
     bbs = [b for b in backbones if b in have] if backbones else order_backbones(have)
-    methods = {g.method if k.endswith(("+ts", "@ts-base")) else k
-               for (d, b, k), g in groups.items() if d == dataset and b in bbs}
+    methods = {g.row_method for (d, b, k), g in groups.items() if d == dataset and b in bbs}
     if kind == "ts":
         methods = {m for m in methods if (sections or m in PAPER_TS)
                    and any((dataset, b, f"{m}+ts") in groups for b in bbs)}

@@ -22,7 +22,6 @@ import dataclasses
 import gc
 import json
 import os
-import platform
 import sys
 import time
 import traceback
@@ -31,13 +30,13 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
+from bench.core.device import check_device, default_device, device_name
 from bench.speed import projection as P
 from bench.train.backbones import BACKBONES, fit_size
 from bench.core.config import apply_overrides, get_profile, parse_set
 from bench.core.errors import BenchError, choices_error
 from bench.speed.gpuplan_report import render
-from bench.train.experiment import default_device
-from bench.speed.steptime import Job, OutOfBudget, check_device, measure
+from bench.speed.steptime import Job, OutOfBudget, measure
 from bench.train.loop import check_config
 
 SYNTHETIC = ("data are SYNTHETIC (random uint8 images and labels) of the real shapes: "
@@ -151,12 +150,6 @@ def job_key(job: Job) -> str:
 
 
 # ----------------------------------------------------------------- execute --
-def device_name(device: str) -> str:
-    if device == "cuda":
-        return torch.cuda.get_device_name()
-    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
-
-
 def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True,
              on_job=None) -> dict:
     """Measure jobs in order within the budget. A job is skipped when its

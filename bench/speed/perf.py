@@ -34,12 +34,11 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms as T
 from tqdm import tqdm
 
+from bench.core.device import check_device, default_device, device_name
 from bench.train.backbones import BACKBONES, build_model
 from bench.core.config import PROFILES, apply_overrides, parse_set
 from bench.core.errors import BenchError
 from bench.methods.base import Method
-from bench.train.experiment import default_device
-from bench.speed.steptime import check_device
 from bench.train.loop import check_config, normalise, predict_logits, sync, to_device_images, train
 
 IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])  # the reference's T.Normalize
@@ -329,10 +328,14 @@ def table(res: dict) -> str:
                                    "eval img/s median (min-max)"])
 
 
-def device_name(device: str) -> str:
-    if device == "cuda":
-        return f"cuda: {torch.cuda.get_device_name()}"
-    return f"cpu: {torch.get_num_threads()} torch threads"
+def _device_label(device: str) -> str:
+    """The device's name for the settings line; a bad --device is shown as
+    given (check() then reports it as the one error line)."""
+    try:
+        check_device(device)
+    except BenchError:
+        return device
+    return device_name(device)
 
 
 def parse_args(argv=None) -> Settings:
@@ -354,7 +357,7 @@ def main(argv=None) -> int:
         s = parse_args(argv)
         if s.threads:
             torch.set_num_threads(s.threads)
-        print(f"device {device_name(s.device)} | backbone {s.backbone}, {s.heads} heads, "
+        print(f"device {_device_label(s.device)} | backbone {s.backbone}, {s.heads} heads, "
               f"{s.size} px, batch {s.batch_size}, {s.steps} steps x {s.repeats} repeats, "
               f"eval {s.eval_images} images (harness batch {s.eval_batch_size}, others "
               f"{s.batch_size}), reference workers {s.ref_workers}, harness --set "

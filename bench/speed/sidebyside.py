@@ -26,9 +26,8 @@ from dataclasses import asdict
 import torch
 from tabulate import tabulate
 
+from bench.core.device import check_device, default_device
 from bench.core.errors import BenchError, choices_error
-from bench.train.experiment import default_device
-from bench.speed.steptime import check_device
 
 VARIANTS = ("fp32", "bf16")
 

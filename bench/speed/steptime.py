@@ -1,11 +1,12 @@
 """Time the harness's own training step and evaluation on synthetic data of a
 given shape (random uint8 images, random labels), for bench.speed.gpuplan.
 
-The timed code is the harness's: bench.train.loop.train_step (through
-prepare_model, so channels_last / compile / bf16 act as in `bench run`) for a
-single run, bench.train.fused.fused_step on a FusedModel for a group, with the
-per-step cosine learning rate and the seeded batch order of the real loops,
-and bench.train.loop.predict_logits / bench.train.fused.predict_fused for evaluation.
+The timed code is the training loop's own step: the `step` of the stepper
+bench.train.loop.run_loop drives (bench.train.loop.SingleStepper for a single
+run, built as `bench run` builds it, so channels_last / compile / bf16 act
+the same; bench.train.fused.FusedStepper for a group), with the per-step
+cosine learning rate and the seeded batch order of the loop, and the
+stepper's `predict` for evaluation.
 Only what is timed is allocated: (warm-up + timed) x batch training images
 and a capped evaluation set; the true split sizes enter only the projection.
 """
@@ -20,12 +21,10 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from bench.train.backbones import build_model
 from bench.core.config import TrainConfig
-from bench.core.errors import BenchError, choices_error
-from bench.train.fused import FusedModel, fused_step, predict_fused
+from bench.core.errors import BenchError
+from bench.train.fused import FusedStepper
 from bench.methods.base import create_method
-from bench.train.loop import (AUG_STREAM, cosine_lr, epoch_batches, make_sgd, normalise,
-                      predict_logits, prepare_model, set_backends, sync, train_step)
-from bench.core.transfer import h2d
+from bench.train.loop import SingleStepper, cosine_lr, epoch_batches, normalise, sync
 
 
 class OutOfBudget(BenchError):
@@ -50,17 +49,6 @@ class Job:
     @property
     def members(self) -> int:
         return len(self.methods)
-
-
-DEVICES = ("cpu", "cuda")
-
-
-def check_device(device: str) -> None:
-    """One-line errors for the speed tools' --device: cpu, or cuda when visible."""
-    if device not in DEVICES:
-        raise choices_error("device", device, DEVICES)
-    if device == "cuda" and not torch.cuda.is_available():
-        raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
 
 
 def synthetic(n: int, size: int, classes: int, device, seed: int = 0):
@@ -175,60 +163,24 @@ def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
 
 
 def stepper(job: Job, base, methods: list, x, y, device):
-    """(run_step(i), evaluate(images)) of the job's path: step i trains batch i
-    of one seeded epoch over x, y exactly as bench.train.loop.train (one run) or
-    bench.train.fused.train_fused (a group) would; `base` is copied, not trained."""
+    """(run_step(i), evaluate(images)) of the job's path, through the stepper
+    the training loop itself uses (bench.train.loop.SingleStepper for one run,
+    bench.train.fused.FusedStepper for a group): step i is the loop's step on
+    batch i of one seeded epoch over x, y at the loop's cosine lr (one long
+    cycle, so the lr stays realistic). `base` is copied, not trained."""
+    cfg = job.cfg
     if job.path == "single":
-        return _single(base, methods[0], job.cfg, x, y, device)
-    return _fused(base, methods, job.cfg, x, y, device)
-
-
-def _schedule(cfg: TrainConfig, n: int, gens: list):
-    """Per-seed batch orders of one epoch over the n synthetic images, and the
-    cosine lr as the real loop sets it (one long cycle: lr stays realistic)."""
-    orders = [epoch_batches(n, cfg.batch_size, g) for g in gens]
-    lr = lambda step: cosine_lr(step, 10_000, cfg.lr, cfg.eta_min)  # noqa: E731
-    return orders, lr
-
-
-def _single(base, method, cfg, x, y, device):
-    model, step_model = prepare_model(copy.deepcopy(base), cfg, device)
-    opt = make_sgd(model.parameters(), cfg)
-    gen, aug_gen = torch.Generator().manual_seed(0), torch.Generator().manual_seed(AUG_STREAM)
-    (order,), lr = _schedule(cfg, len(y), [gen])
-    model.train()
+        st = SingleStepper(copy.deepcopy(base), methods[0], cfg, device, seed=0)
+    else:
+        st = FusedStepper([copy.deepcopy(base) for _ in methods], methods, cfg,
+                          list(range(len(methods))), device)
+    orders = [epoch_batches(len(y), cfg.batch_size, g) for g in st.gens]
+    st.train_mode()
 
     def run_step(i):
-        for group in opt.param_groups:
-            group["lr"] = lr(i)
-        idx = h2d(order[i], device)  # as the trainer: no sync
-        train_step(step_model, method, opt, x[idx], y[idx], gen, cfg, aug_gen)
+        st.step(x, y, tuple(o[i] for o in orders), cosine_lr(i, 10_000, cfg.lr, cfg.eta_min))
 
-    def evaluate(xs):
-        predict_logits(model, xs, cfg.eval_batch_size, cfg.bf16, cfg.channels_last)
-        model.train()
-    return run_step, evaluate
-
-
-def _fused(base, methods, cfg, x, y, device):
-    seeds = list(range(len(methods)))
-    set_backends(cfg, device)  # as train_fused (cudnn.benchmark)
-    fm = FusedModel([copy.deepcopy(base) for _ in seeds], device)
-    if cfg.compile:  # as train_fused
-        fm.compile(cfg.compile_mode)
-    opt = make_sgd(fm.params.values(), cfg)
-    gens = [torch.Generator().manual_seed(s) for s in seeds]
-    aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
-    orders, lr = _schedule(cfg, len(y), gens)
-    fm.train(True)
-
-    def run_step(i):
-        for group in opt.param_groups:
-            group["lr"] = lr(i)
-        idx = h2d(torch.stack([o[i] for o in orders]), device)  # as train_fused
-        fused_step(fm, methods, opt, list(x[idx]), list(y[idx]), gens, aug_gens, cfg)
-
-    def evaluate(xs):
-        predict_fused(fm, xs, cfg)
-        fm.train(True)
+    def evaluate(images):
+        st.predict(images)
+        st.train_mode()
     return run_step, evaluate

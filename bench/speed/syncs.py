@@ -5,8 +5,8 @@
 At batch 8 the GPU stays busy only if the CPU can queue step k+1 while step k
 runs. Any host-device synchronisation inside the step (a blocking copy, an
 `.item()`, a boolean-mask index, `nonzero`) drains the queue every step. This
-runs every training method for a few steps through the harness's real step
-(bench.train.loop.train_step, and bench.train.fused.fused_step for a 2-member group)
+runs every training method for a few steps through the training loop's own
+step (bench.speed.steptime: SingleStepper.step, FusedStepper.step for a 2-member group)
 with CUDA's sync debug mode on, and counts the synchronisations it reports
 per step. The trainer checks the loss once per epoch, outside the step, so the
 expected count is 0 everywhere. On the CPU the steps still run (the plumbing
@@ -21,13 +21,13 @@ import warnings
 import torch
 from tabulate import tabulate
 
+from bench.core.device import check_device, default_device
 from bench.train.backbones import build_model
 from bench.core.config import PROFILES
 from bench.core.errors import BenchError
 from bench.sweep.grid import expand_names
 from bench.methods import METHODS, create_method, training_methods
-from bench.train.experiment import default_device
-from bench.speed.steptime import Job, check_device, member_methods, stepper, synthetic
+from bench.speed.steptime import Job, member_methods, stepper, synthetic
 
 NUM_CLASSES = 9  # PathMNIST's: enough classes for 4 multi-loss heads
 PATHS = {"single": 1, "fused x2": 2}  # row column -> members trained at once

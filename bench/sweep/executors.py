@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import threading
 import uuid
 from pathlib import Path
 
@@ -119,17 +120,40 @@ def run_local(specs, opts, on_outcome) -> None:
         [[s] for s in specs]
 
     def one(unit):
+        if _STOP.is_set():
+            return []
         slot = free.get()  # a thread only starts when a slot is free, so this never waits
         try:
-            return _spawn_group(unit, slot, threads) if fuse else [_spawn(unit[0], slot, threads)]
+            return _spawn_group(unit, slot, threads) if fuse else _spawn(unit[0], slot, threads)
         finally:
             free.put(slot)
 
     # Threads only wait on child processes; the processes do the work.
     pool = Parallel(n_jobs=len(slots), backend="threading", return_as="generator_unordered")
-    for outcomes in pool(delayed(one)(unit) for unit in units):
-        for outcome in outcomes:
-            on_outcome(outcome)
+    _STOP.clear()
+    try:
+        for outcomes in pool(delayed(one)(unit) for unit in units):
+            for outcome in outcomes:
+                on_outcome(outcome)
+    except KeyboardInterrupt:
+        stop_children()  # Ctrl-C: end the running seeds now, not when they finish
+        raise
+
+
+# Ctrl-C: no new run starts once _STOP is set; the running ones are terminated.
+_STOP = threading.Event()
+_LIVE: set = set()  # processes running a seed (or fused group) now
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_children(wait: float = 10.0) -> None:
+    with _LIVE_LOCK:
+        _STOP.set()
+        live = list(_LIVE)
+    for proc in live:
+        proc.terminate()
+    for proc in live:
+        proc.join(wait)
 
 
 _CONTEXT = None
@@ -165,19 +189,33 @@ def _launch(payload: str, first, name: str, slot: str | None, threads: int):
     proc = _context().Process(target=child_main, name=name, daemon=False,
                               args=(payload, str(report), str(log), slot, threads,
                                     (os.getpid(), runstate.proc_start(os.getpid()))))
-    proc.start()
-    proc.join()
-    outcome = runstate.read_json(report)
-    report.unlink(missing_ok=True)
+    with _LIVE_LOCK:
+        if _STOP.is_set():
+            return None, None
+        proc.start()
+        _LIVE.add(proc)
+    try:
+        proc.join()
+        outcome = runstate.read_json(report)
+    except KeyboardInterrupt:
+        stop_children()  # Ctrl-C reached the thread waiting here (the main one with one slot)
+        raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+        report.unlink(missing_ok=True)  # never left behind, Ctrl-C included
     return outcome, proc
 
 
-def _spawn(spec, slot: str | None, threads: int) -> dict:
+def _spawn(spec, slot: str | None, threads: int) -> list[dict]:
+    """[outcome] of one run in its own process ([] if Ctrl-C came before it started)."""
     (spec,) = _pin([spec], slot)
     outcome, proc = _launch(spec.to_json(), spec, f"bench {spec.label}", slot, threads)
+    if proc is None:
+        return []
     if outcome is None:
         outcome = died(spec, _exit_reason(proc.exitcode), pid=proc.pid)
-    return {**outcome, "slot": slot}
+    return [{**outcome, "slot": slot}]
 
 
 def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
@@ -190,6 +228,8 @@ def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
     specs = _pin(specs, slot)
     outcomes, proc = _launch(json.dumps([s.to_json() for s in specs]), specs[0],
                              f"bench {specs[0].label} fused x{len(specs)}", slot, threads)
+    if proc is None:
+        return []
     if outcomes is None:
         reason = _exit_reason(proc.exitcode)
         outcomes = [{"label": s.label, "record": str(s.record), "status": "done", "pid": proc.pid}
@@ -205,6 +245,8 @@ def _with_device(spec, device):
 
 
 def _exit_reason(rc: int) -> str:
+    if _STOP.is_set():
+        return "interrupted (Ctrl-C); rerun to train it"
     if rc < 0:
         name = signal.Signals(-rc).name
         why = " (out-of-memory killer or a user)" if name == "SIGKILL" else ""

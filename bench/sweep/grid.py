@@ -21,6 +21,7 @@ from bench.sweep import runstate
 from bench.core import store
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError, choices_error
+from bench.core.seeds import parse_seeds  # noqa: F401  (its home before core.seeds)
 
 ALL = "all"
 
@@ -45,27 +46,6 @@ def expand_names(text: str, valid: list[str], kind: str, registry=None,
             if name not in out:
                 out.append(name)
     return out
-
-
-def parse_seeds(text: str) -> list[int]:
-    """'5' -> 0..4, '2-4' -> 2,3,4, '0,3' -> 0,3."""
-    text = str(text).strip()
-    try:
-        if "," in text:
-            seeds = [int(s) for s in text.split(",") if s.strip()]
-        elif "-" in text.lstrip("-"):
-            lo, hi = text.split("-", 1)
-            seeds = list(range(int(lo), int(hi) + 1))
-        else:
-            n = int(text)
-            if n < 1:
-                raise BenchError(f"--seeds {text}: need at least one seed (e.g. --seeds 5 or 0-4)")
-            seeds = list(range(n))
-    except ValueError:
-        raise BenchError(f"--seeds {text}: expected N, A-B or a comma list of ints") from None
-    if not seeds or min(seeds) < 0:
-        raise BenchError(f"--seeds {text}: seeds must be non-negative and at least one")
-    return list(dict.fromkeys(seeds))
 
 
 @dataclass(frozen=True)
@@ -193,7 +173,10 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
 
 # ------------------------------------------------------------------ status --
 def run_status(spec: RunSpec) -> tuple[str, str]:
-    """('done' | 'running' | 'failed' | 'missing', detail) as seen on disk now."""
+    """('done' | 'damaged' | 'running' | 'failed' | 'missing', detail) as seen on disk now."""
+    damage = store.verify(spec.record) if spec.record.exists() else None
+    if damage:
+        return "damaged", f"{damage}; a real run moves it aside and retrains it"
     if store.is_complete(spec.record) and not spec.force:
         return "done", ""
     holder = runstate.live_holder(spec.record)
@@ -205,15 +188,21 @@ def run_status(spec: RunSpec) -> tuple[str, str]:
     return "missing", ""
 
 
-def dry_run_table(specs) -> str:
+DRY_RUN_ROWS = 200  # a huge grid is summarised, not printed line by line
+
+
+def dry_run_table(specs, max_rows: int = DRY_RUN_ROWS) -> str:
     rows, counts = [], {}
     for spec in specs:
         status, detail = run_status(spec)
         counts[status] = counts.get(status, 0) + 1
-        rows.append([spec.dataset, spec.backbone, spec.method, spec.seed, spec.chash,
-                     status, detail])
+        if len(rows) < max_rows:
+            rows.append([spec.dataset, spec.backbone, spec.method, spec.seed, spec.chash,
+                         status, detail])
     table = tabulate(rows, headers=["dataset", "backbone", "method", "seed", "config",
                                     "status", "detail"], tablefmt="github")
-    todo = sum(counts.get(k, 0) for k in ("missing", "failed"))
+    if len(specs) > max_rows:
+        table += f"\n... {len(specs) - max_rows} more runs not listed (counts below)"
+    todo = sum(counts.get(k, 0) for k in ("missing", "failed", "damaged"))
     tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
     return f"{table}\n{len(specs)} runs: {tally}; a real run would train {todo}"

@@ -16,6 +16,7 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
     """Train what is missing; returns one outcome per spec, in completion order."""
     outcomes, todo = [], []
     for s in specs:  # one look at each record: a run finishing meanwhile is counted once
+        set_aside_if_damaged(s)
         if not s.force and store.is_complete(s.record):
             outcomes.append({"label": s.label, "record": str(s.record), "status": "skipped"})
         else:
@@ -45,6 +46,19 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
     finally:
         bar.close()
     return outcomes
+
+
+def set_aside_if_damaged(spec) -> bool:
+    """Move a damaged record (missing, unreadable or altered files) aside so its
+    seed is retrained; the damaged copy is kept beside it, never deleted."""
+    if not spec.record.exists():
+        return False
+    reason = store.verify(spec.record)
+    if reason is None:
+        return False
+    moved = store.move_aside(spec.record)
+    print(f"DAMAGED {spec.label}: {reason}; moved to {moved.name}, retraining", flush=True)
+    return True
 
 
 def count(outcomes) -> dict:

@@ -33,28 +33,28 @@ class RunLog:
         runstate.append_log(self.record, text)
 
 
-class CountingMethod:
-    """Wraps a Method: counts training steps (one loss call each) for heartbeats,
-    so a failed or killed run can say how far it got without touching the trainer."""
+class Heartbeat:
+    """The trainer's on_step hook (bench.train.loop.run_loop) for one run or a
+    fused group: counts steps, writes every record's progress file at most
+    every HEARTBEAT_SECONDS and a "step i/n loss" log line at most every
+    LOG_SECONDS, so a failed or killed run can say how far it got."""
 
-    def __init__(self, method, record, total: int, log: RunLog):
-        self._inner, self._record, self._total, self._log = method, record, total, log
+    def __init__(self, records: list, total: int, logs: list):
+        self._records, self._total, self._logs = records, total, logs
         self.step, self._beat, self._said = 0, 0.0, time.monotonic()
 
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-    def loss(self, logits, target):
-        value = self._inner.loss(logits, target)
-        self.step += 1
+    def __call__(self, step: int, loss) -> None:
+        self.step = step
         now = time.monotonic()
         if now - self._beat >= HEARTBEAT_SECONDS:
             self._beat = now
-            runstate.write_progress(self._record, self.step, self._total)
-        if now - self._said >= LOG_SECONDS:  # .item() syncs the GPU: only this often
+            for record in self._records:
+                runstate.write_progress(record, step, self._total)
+        if now - self._said >= LOG_SECONDS:  # .tolist() syncs the GPU: only this often
             self._said = now
-            self._log(f"step {self.step}/{self._total} loss {value.item():.4f}")
-        return value
+            values = loss.detach().reshape(-1).tolist()  # one per fused member, in order
+            for log, value in zip(self._logs, values):
+                log(f"step {step}/{self._total} loss {value:.4f}")
 
 
 def execute(spec: RunSpec) -> dict:
@@ -98,7 +98,7 @@ def _prepare(spec: RunSpec):
     the hash still matches the sweep's; -> (method, exp, bundle, device, steps)."""
     from bench.methods import create_method
 
-    from bench.train.experiment import default_device
+    from bench.core.device import default_device
     from bench.core.schedule import steps_per_epoch
 
     method = create_method(spec.method, dict(spec.method_overrides))
@@ -117,9 +117,9 @@ def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
 
     method, exp, bundle, device, total = _prepare(spec)
     log(f"device {device}, {total} steps, batch size {exp.train.batch_size}")
-    counter = ctx["counter"] = CountingMethod(method, spec.record, total, log)
-    _, path = run_seed(exp, bundle, counter, spec.seed, spec.results, device=device,
-                       force=True, progress=False)
+    beat = ctx["counter"] = Heartbeat([spec.record], total, [log])
+    _, path = run_seed(exp, bundle, method, spec.seed, spec.results, device=device,
+                       force=True, progress=False, on_step=beat)
     test = store.read_json(path / "metrics.json")["test"]
     return f"test acc {test['acc']:.4f} ece {test['ece']:.4f} nll {test['nll']:.4f}"
 
@@ -133,21 +133,21 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
     t0 = time.time()
     outs, held = _claim(specs, t0)
     logs = [RunLog(s.record) for s in held]
-    step = {"n": 0}
+    ctx: dict = {}
     try:
         if held:
-            result = _train_group(held, logs, step)
+            result = _train_group(held, logs, ctx)
             for spec, log in zip(held, logs):
                 _mark_done(spec, log, f"done in {time.time() - t0:.1f} s (fused): {result}")
-                outs[spec.label].update(status="done", steps=step["n"])
+                outs[spec.label].update(status="done", steps=_steps(ctx))
     except Exception as err:  # noqa: BLE001 - every member's failure is recorded
         reason = classify(err, held[0])
-        last = _last_step(err, None) or step["n"]
+        last = _last_step(err, ctx.get("counter")) or _steps(ctx)
         for spec, log in zip(held, logs):
             if _written_since(spec.record, t0):  # saved before a later member's save failed
                 _mark_done(spec, log, f"done in {time.time() - t0:.1f} s (fused; the group "
                            f"then failed: {reason})")
-                outs[spec.label].update(status="done", steps=step["n"])
+                outs[spec.label].update(status="done", steps=_steps(ctx))
                 continue
             _mark_failed(spec, log, reason, last)
             outs[spec.label].update(status="failed", reason=reason, last_step=last)
@@ -156,6 +156,10 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
             runstate.release(spec.record)
     end = time.time()
     return [{**outs[s.label], "end": end} for s in specs]
+
+
+def _steps(ctx: dict) -> int:
+    return ctx["counter"].step if "counter" in ctx else 0
 
 
 def _written_since(record, t0: float) -> bool:
@@ -187,7 +191,7 @@ def _claim(specs: list[RunSpec], t0: float) -> tuple[dict, list[RunSpec]]:
     return outs, held
 
 
-def _train_group(specs: list[RunSpec], logs: list, step: dict) -> str:
+def _train_group(specs: list[RunSpec], logs: list, ctx: dict) -> str:
     from bench.train.groups import member_name, run_members
 
     # Each member's own method, experiment and hash check. Members share the
@@ -200,18 +204,9 @@ def _train_group(specs: list[RunSpec], logs: list, step: dict) -> str:
     for log, spec in zip(logs, specs):
         log(f"start {spec.label} pid {os.getpid()} fused with [{names}], device {device}, "
             f"{total} steps, batch size {exp.train.batch_size}")
-    beat = {"t": 0.0}
-
-    def on_step(n: int) -> None:  # heartbeats of every member, as CountingMethod does
-        step["n"] = n
-        now = time.monotonic()
-        if now - beat["t"] >= HEARTBEAT_SECONDS:
-            beat["t"] = now
-            for spec in specs:
-                runstate.write_progress(spec.record, n, total)
-
+    beat = ctx["counter"] = Heartbeat([spec.record for spec in specs], total, logs)
     done = run_members(members, bundle, specs[0].results, device=device, force=True,
-                       progress=False, on_step=on_step)
+                       progress=False, on_step=beat)
     tests = [store.read_json(path / "metrics.json")["test"] for _, path in done]
     return "test acc " + " ".join(f"{t['acc']:.4f}" for t in tests)
 

@@ -89,7 +89,8 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
 # Both implementations floor odd sizes in each downsampling (150 px works);
 # torchvision's Swin pads to its patch and window sizes, timm's needs a
 # multiple of its patch size.
-SIZE_RULES = {"convnext_tiny": (32, 1), "swin_tiny": (28, 1), "resnet50": (8, 1)}
+SIZE_RULES = {"convnext_tiny": (32, 1), "swin_tiny": (28, 1), "resnet50": (8, 1),
+              "smallcnn": (8, 1)}
 TIMM_SIZE_RULES = {**SIZE_RULES, "swin_tiny": (28, 4)}
 
 
@@ -119,7 +120,7 @@ def smallcnn(image_size: int, pretrained: bool = False, weights=None, **_) -> Ba
         _conv_bn(3, 32, 1), _conv_bn(32, 64, 2), _conv_bn(64, 128, 2), _conv_bn(128, 128, 2),
         nn.AdaptiveAvgPool2d(1), nn.Flatten(),
     )
-    return Backbone(features, 128, min_size=8)
+    return Backbone(features, 128, min_size=SIZE_RULES["smallcnn"][0])
 
 
 def timm_backbone(model_name: str, image_size: int, pretrained: bool, weights=None,

@@ -11,6 +11,7 @@ import torch
 from bench.core import store
 from bench.train.backbones import backbone_impl, build_model, drop_path_rate
 from bench.core.config import TrainConfig, config_hash, result_fields
+from bench.core.device import default_device
 from bench.core.metrics import all_metrics, head_probs
 from bench.core.provenance import provenance
 from bench.train.loop import train
@@ -65,10 +66,6 @@ def used_sizes(bundle) -> dict:
     return {"augment_size": px["train"], "image_size": px["val"], "test_size": px["test"]}
 
 
-def default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def init_model(exp: Experiment, bundle, method, seed: int):
     """Method draws (class weights), then initial weights, both from the seed:
     the one order every training path uses, so fused and single runs agree."""
@@ -100,14 +97,16 @@ def backbone_fields(exp: Experiment) -> dict:
 
 
 def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | None = None,
-             force: bool = False, progress: bool = True) -> tuple[str, Path]:
-    """Train and store one seed; returns ('skipped'|'done', record path)."""
+             force: bool = False, progress: bool = True, on_step=None) -> tuple[str, Path]:
+    """Train and store one seed; returns ('skipped'|'done', record path).
+    `on_step(step, loss)`: bench.train.loop.run_loop's progress hook."""
     path = exp.record_dir(results, seed)
     if store.is_complete(path) and not force:
         return "skipped", path
     device = device or default_device()
     model, bb = init_model(exp, bundle, method, seed)
-    result = train(model, method, exp.train, bundle, seed, device=device, progress=progress)
+    result = train(model, method, exp.train, bundle, seed, device=device, progress=progress,
+                   on_step=on_step)
     save_run(path, exp, bundle, seed, result, n_params(model), bb.weights, device)
     return "done", path
 

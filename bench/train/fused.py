@@ -8,34 +8,32 @@ turns every convolution into one grouped convolution over the seeds.
 
 Members may differ in method too (bench.train.groups: `--fuse methods`) as
 long as they share the architecture (same head count) and training config.
-Each seed keeps everything it has when trained alone (bench.train.loop.train):
-its own initial weights, batch order and method draws (`seed`), augmentation
-draws (`seed + AUG_STREAM`), and its own best-cycle checkpoint. The summed
+A group runs in the same loop as a single run (bench.train.loop.run_loop),
+through a FusedStepper instead of a SingleStepper. Each seed keeps
+everything it has when trained alone (bench.train.loop.train): its own
+initial weights, batch order and method draws (`seed`), augmentation draws
+(`seed + AUG_STREAM`), and its own best-cycle checkpoint. The summed
 loss has per-seed gradients (seeds share no parameter), and plain SGD is
 elementwise, so a fused run equals the run alone up to floating-point
-reassociation (tests/test_fused.py). Layers that draw from the global RNG
+reassociation (tests/train/test_fused.py). Layers that draw from the global RNG
 (dropout) would draw differently; the harness's backbones have none active.
 """
 from __future__ import annotations
 
 import copy
-import math
-import time
 
 import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state, vmap
-from tqdm import tqdm
 
 from bench.train.augment import apply_ops, augment_batch, sample_params
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
 from bench.train.backbones import vmap_safe_drop_path
-from bench.train.protocol import checkpoint_auc, to_model_size
+from bench.train.protocol import to_model_size
 from bench.core.transfer import h2d
-from bench.train.loop import (AUG_STREAM, TrainResult, autocast, check_finite, cosine_lr,
-                      epoch_batches, make_sgd, normalise, set_backends, steps_per_epoch,
-                      sync, to_device_images, val_score)
+from bench.train.loop import (AUG_STREAM, TrainResult, autocast, make_sgd, normalise, run_loop,
+                              set_backends, set_lr)
 
 
 class FusedModel:
@@ -131,74 +129,47 @@ def fused_step(fm, methods, opt, xs, ys, gens, aug_gens, cfg) -> torch.Tensor:
     return losses.detach()
 
 
+class FusedStepper:
+    """A fused group as the loop (bench.train.loop.run_loop) sees it: the
+    FusedModel under vmap and fused_step. Member s keeps its seed's streams:
+    batch order and method draws (`gens[s]`), augmentation (`aug_gens[s]`)."""
+
+    def __init__(self, models: list, methods: list, cfg: TrainConfig, seeds: list[int],
+                 device):
+        self.device, self.methods, self.cfg = torch.device(device), methods, cfg
+        self.gens = [torch.Generator().manual_seed(s) for s in seeds]
+        self.aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
+        set_backends(cfg, self.device)
+        self.fm = FusedModel(models, self.device)
+        if cfg.compile:
+            self.fm.compile(cfg.compile_mode)
+        self.opt = make_sgd(self.fm.params.values(), cfg)
+        self.size, self.name = len(seeds), f"fused x{len(seeds)}"
+
+    def train_mode(self) -> None:
+        self.fm.train(True)
+
+    def step(self, x, y, idxs: tuple, lr: float) -> torch.Tensor:
+        """One SGD step of every member at `lr`; member s trains on x[idxs[s]]."""
+        set_lr(self.opt, lr)
+        idx = h2d(torch.stack(idxs), self.device)  # one copy, one gather for all
+        return fused_step(self.fm, self.methods, self.opt, list(x[idx]), list(y[idx]),
+                          self.gens, self.aug_gens, self.cfg)
+
+    def predict(self, images: torch.Tensor) -> np.ndarray:
+        return predict_fused(self.fm, images, self.cfg)
+
+    def snapshot(self, s: int) -> dict:
+        return self.fm.snapshot(s)
+
+    def load(self, s: int, state: dict) -> None:
+        self.fm.load(s, state)
+
+
 def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list[int],
                 device="cpu", progress: bool = True, on_step=None) -> list[TrainResult]:
-    """Train models[s] with methods[s] under seeds[s], all at once. Returns one
-    TrainResult per seed; train_seconds is the group's wall time shared equally.
-    `on_step(step)`, if given, is called after every step (sweep heartbeats)."""
-    device = torch.device(device)
-    gens = [torch.Generator().manual_seed(s) for s in seeds]
-    aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
-    set_backends(cfg, device)
-    fm = FusedModel(models, device)
-    if cfg.compile:
-        fm.compile(cfg.compile_mode)
-    xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
-    y_train = torch.from_numpy(data.train.labels).to(device)
-    opt = make_sgd(fm.params.values(), cfg)
-    cycle_steps = steps_per_epoch(len(y_train), cfg.batch_size, cfg.drop_last) * cfg.epochs_per_cycle
-    best = [(-math.inf, None)] * len(seeds)
-    aucs, step, seen, seconds = [[] for _ in seeds], 0, 0, 0.0
-    bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"fused x{len(seeds)}", leave=False,
-               disable=not progress, unit="step")
-    for cycle in range(cfg.cycles):
-        t0 = time.perf_counter()
-        for epoch in range(cfg.epochs_per_cycle):
-            fm.train(True)
-            losses, first = [], step
-            orders = [epoch_batches(len(y_train), cfg.batch_size, g, cfg.drop_last) for g in gens]
-            for idxs in zip(*orders):
-                for group in opt.param_groups:
-                    group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
-                idx = h2d(torch.stack(idxs), device)  # one copy, one gather for all
-                losses.append(fused_step(fm, methods, opt, list(xs["train"][idx]),
-                                         list(y_train[idx]), gens, aug_gens, cfg))
-                step, seen = step + 1, seen + idx.shape[1]
-                bar.update()
-                if on_step is not None:
-                    on_step(step)
-            check_finite(losses, first, cycle, epoch, cfg.lr)
-        sync(device)
-        seconds += time.perf_counter() - t0
-        best = _keep_best(fm, predict_fused(fm, xs["val"], cfg), data.val.labels, cycle,
-                          best, aucs, cfg.checkpoint_score)
-        bar.set_postfix(val_auc=" ".join(f"{a[-1]:.3f}" for a in aucs))
-    bar.close()
-    return _results(fm, best, aucs, xs, cfg, seconds, seen, step)
-
-
-def _keep_best(fm, val_logits, val_labels, cycle, best, aucs, rule="released"):
-    """Per member: keep the checkpoint with the best validation AUC, and its
-    validation logits, under train()'s rule (strictly better wins; NaN never)."""
-    out = list(best)
-    for s in range(fm.size):
-        auc = checkpoint_auc(val_logits[s], val_labels, rule)
-        aucs[s].append(auc)
-        if out[s][1] is None or val_score(auc) > out[s][0]:
-            out[s] = (val_score(auc), (cycle + 1, fm.snapshot(s), val_logits[s]))
-    return out
-
-
-def _results(fm, best, aucs, xs, cfg, seconds, seen, steps) -> list[TrainResult]:
-    for s, (_, (_, state, _)) in enumerate(best):
-        fm.load(s, state)
-    val = [b[1][2] for b in best]  # kept with each member's best checkpoint
-    t0 = time.perf_counter()
-    test = predict_fused(fm, xs["test"], cfg)
-    infer_ms = 1000 * (time.perf_counter() - t0) / max(test.shape[0] * test.shape[1], 1)
-    share = seconds / fm.size  # the group's wall time, shared equally
-    return [TrainResult(val_logits=val[s], test_logits=test[s], best_cycle=best[s][1][0],
-                        cycle_val_auc=aucs[s], train_seconds=share,
-                        train_images_per_s=seen / max(share, 1e-9), steps=steps,
-                        infer_ms_per_image=infer_ms)
-            for s in range(fm.size)]
+    """Train models[s] with methods[s] under seeds[s], all at once, in the one
+    training loop (bench.train.loop.run_loop). Returns one TrainResult per
+    seed; train_seconds is the group's wall time shared equally."""
+    stepper = FusedStepper(models, methods, cfg, seeds, device)
+    return run_loop(stepper, cfg, data, progress, on_step)

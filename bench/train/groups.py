@@ -119,7 +119,8 @@ def run_members(members: list, bundle, results, device: str | None = None,
     ('done' | 'skipped', record path) per member, in order."""
     from bench.core import store
     from bench.train.fused import train_fused  # torch: only when a group trains
-    from bench.train.experiment import default_device, init_model, n_params, save_run
+    from bench.core.device import default_device
+    from bench.train.experiment import init_model, n_params, save_run
 
     paths = [exp.record_dir(results, seed) for exp, _, seed in members]
     todo = [i for i, p in enumerate(paths) if force or not store.is_complete(p)]

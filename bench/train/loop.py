@@ -3,10 +3,15 @@
 SGD (lr 1e-2, no momentum, no weight decay), batch 8, cosine annealing with
 warm restarts stepped every iteration, validation macro OvR AUC at the end of
 each cycle, best checkpoint kept for testing. Images stay uint8 tensors on
-the device; augmentation (per-image draws, batched kernels, bench/augment.py)
+the device; augmentation (per-image draws, batched kernels, bench/train/augment.py)
 and normalisation (one fused multiply-add) happen on batches; evaluation runs
 in large batches. Speed switches (channels_last, torch.compile, bf16) are
 TrainConfig fields; see docs/speed.md.
+
+`run_loop` is the one cycle / epoch / checkpoint loop: single runs drive it
+with a SingleStepper (plain model, never vmap), fused groups with
+bench.train.fused.FusedStepper; its `on_step` hook serves both (sweep
+heartbeats), and bench.speed.steptime times the stepper's `step`.
 """
 from __future__ import annotations
 
@@ -164,58 +169,126 @@ def compile_modes() -> list[str]:
     return list(torch._inductor.list_mode_options())
 
 
+class SingleStepper:
+    """One run as the loop sees it: the plain model (never vmap) and the paper's
+    step (train_step). Its seed gives, as always: the global RNG (only layers
+    that draw, e.g. dropout), batch order and method draws (`gens[0]`) and
+    augmentation draws (`aug_gen`)."""
+
+    def __init__(self, model, method, cfg: TrainConfig, device, seed: int):
+        self.device, self.method, self.cfg = torch.device(device), method, cfg
+        torch.manual_seed(seed)
+        self.gens = [torch.Generator().manual_seed(seed)]
+        self.aug_gen = torch.Generator().manual_seed(seed + AUG_STREAM)
+        self.model, self.step_model = prepare_model(model, cfg, self.device)
+        self.opt = make_sgd(self.model.parameters(), cfg)
+        self.size, self.name = 1, f"seed {seed}"
+
+    def train_mode(self) -> None:
+        self.model.train()
+
+    def step(self, x, y, idxs: tuple, lr: float) -> torch.Tensor:
+        """One SGD step at learning rate `lr` on x[idxs[0]] (indices on the host)."""
+        set_lr(self.opt, lr)
+        idx = h2d(idxs[0], self.device)
+        return train_step(self.step_model, self.method, self.opt, x[idx], y[idx],
+                          self.gens[0], self.cfg, self.aug_gen)
+
+    def predict(self, images: torch.Tensor) -> np.ndarray:
+        """[1, N, M, K]: the member axis the loop shares with fused groups."""
+        return predict(self.model, images, self.cfg)[None]
+
+    def snapshot(self, s: int) -> dict:
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def load(self, s: int, state: dict) -> None:
+        self.model.load_state_dict(state)
+
+
+def set_lr(opt, lr: float) -> None:
+    for group in opt.param_groups:
+        group["lr"] = lr
+
+
 def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
-          progress: bool = True) -> TrainResult:
+          progress: bool = True, on_step=None) -> TrainResult:
     """Train `model` with `method` on `data` (a DatasetBundle) under `cfg`."""
-    device = torch.device(device)
-    torch.manual_seed(seed)  # global RNG: only layers that draw (e.g. dropout)
-    gen = torch.Generator().manual_seed(seed)  # batch order and method draws
-    aug_gen = torch.Generator().manual_seed(seed + AUG_STREAM)  # augmentation draws
-    model, step_model = prepare_model(model, cfg, device)
+    stepper = SingleStepper(model, method, cfg, device, seed)
+    return run_loop(stepper, cfg, data, progress, on_step)[0]
+
+
+def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
+             on_step=None) -> list[TrainResult]:
+    """The training loop of every run, alone (SingleStepper) or fused
+    (bench.train.fused.FusedStepper): cycles of epochs of seeded batch orders
+    (one per member), the cosine lr per step, a finite-loss check per epoch,
+    validation and best checkpoint per cycle and member, then the test set.
+    `on_step(step, loss)`, if given, is called after every step (sweep
+    heartbeats); `loss` is the step's (per-member) loss tensor, still on the device."""
+    device = stepper.device
     xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
     y_train = torch.from_numpy(data.train.labels).to(device)
-    opt = make_sgd(model.parameters(), cfg)
     per_epoch = steps_per_epoch(len(y_train), cfg.batch_size, cfg.drop_last)
     cycle_steps = per_epoch * cfg.epochs_per_cycle
-    best, best_auc, aucs, step, seen, seconds = None, -math.inf, [], 0, 0, 0.0
-    bar = tqdm(total=cycle_steps * cfg.cycles, desc=f"seed {seed}", leave=False,
+    best, aucs = [(-math.inf, None)] * stepper.size, [[] for _ in range(stepper.size)]
+    step, seen, seconds = 0, 0, 0.0
+    bar = tqdm(total=cycle_steps * cfg.cycles, desc=stepper.name, leave=False,
                disable=not progress, unit="step")
     for cycle in range(cfg.cycles):
         t0 = time.perf_counter()
         for epoch in range(cfg.epochs_per_cycle):
-            model.train()
+            stepper.train_mode()
             losses, first = [], step
-            for idx in epoch_batches(len(y_train), cfg.batch_size, gen, cfg.drop_last):
-                for group in opt.param_groups:
-                    group["lr"] = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
-                idx = h2d(idx, device)
-                losses.append(train_step(step_model, method, opt, xs["train"][idx],
-                                         y_train[idx], gen, cfg, aug_gen))
-                step, seen = step + 1, seen + len(idx)
+            orders = [epoch_batches(len(y_train), cfg.batch_size, g, cfg.drop_last)
+                      for g in stepper.gens]
+            for idxs in zip(*orders):
+                lr = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
+                losses.append(stepper.step(xs["train"], y_train, idxs, lr))
+                step, seen = step + 1, seen + len(idxs[0])
                 bar.update()
+                if on_step is not None:
+                    on_step(step, losses[-1])
             check_finite(losses, first, cycle, epoch, cfg.lr)
         sync(device)
         seconds += time.perf_counter() - t0
-        val_logits = predict(model, xs["val"], cfg)
-        auc = checkpoint_auc(val_logits, data.val.labels, cfg.checkpoint_score)
-        aucs.append(auc)
-        bar.set_postfix(val_auc=f"{auc:.4f}")
-        if best is None or val_score(auc) > best_auc:  # strict: ties keep the earlier cycle
-            # the best cycle's validation logits are kept: no second pass at the end
-            best_auc, best = val_score(auc), (cycle + 1, _snapshot(model), val_logits)
+        best = keep_best(stepper, stepper.predict(xs["val"]), data.val.labels, cycle,
+                         best, aucs, cfg.checkpoint_score)
+        bar.set_postfix(val_auc=" ".join(f"{a[-1]:.4f}" for a in aucs))
     bar.close()
-    model.load_state_dict(best[1])
-    val_logits = best[2]
-    sync(device)
+    return _results(stepper, best, aucs, xs["test"], seconds, seen, step)
+
+
+def keep_best(stepper, val_logits, val_labels, cycle: int, best: list, aucs: list,
+              rule: str = "released") -> list:
+    """Per member: keep the checkpoint with the best validation AUC (scored by
+    `rule`, TrainConfig.checkpoint_score) and its validation logits (no second
+    pass at the end). Strictly better wins, so ties keep the earlier cycle; a
+    NaN AUC never wins."""
+    out = list(best)
+    for s in range(stepper.size):
+        auc = checkpoint_auc(val_logits[s], val_labels, rule)
+        aucs[s].append(auc)
+        if out[s][1] is None or val_score(auc) > out[s][0]:
+            out[s] = (val_score(auc), (cycle + 1, stepper.snapshot(s), val_logits[s]))
+    return out
+
+
+def _results(stepper, best, aucs, x_test, seconds, seen, steps) -> list[TrainResult]:
+    """Each member back at its best checkpoint, then the test set; a group's
+    wall time is shared equally among its members."""
+    for s, (_, (_, state, _)) in enumerate(best):
+        stepper.load(s, state)
+    sync(stepper.device)
     t0 = time.perf_counter()
-    test_logits = predict(model, xs["test"], cfg)
-    sync(device)
-    infer_ms = 1000 * (time.perf_counter() - t0) / max(len(test_logits), 1)
-    return TrainResult(
-        val_logits=val_logits, test_logits=test_logits, infer_ms_per_image=infer_ms,
-        best_cycle=best[0], cycle_val_auc=aucs, train_seconds=seconds,
-        train_images_per_s=seen / max(seconds, 1e-9), steps=step,
-    )
+    test = stepper.predict(x_test)
+    sync(stepper.device)
+    infer_ms = 1000 * (time.perf_counter() - t0) / max(test.shape[0] * test.shape[1], 1)
+    share = seconds / stepper.size
+    return [TrainResult(val_logits=b[2], test_logits=test[s], best_cycle=b[0],
+                        cycle_val_auc=aucs[s], train_seconds=share,
+                        train_images_per_s=seen / max(share, 1e-9), steps=steps,
+                        infer_ms_per_image=infer_ms)
+            for s, (_, b) in enumerate(best)]
 
 
 def predict(model, images: torch.Tensor, cfg: TrainConfig) -> np.ndarray:
@@ -231,7 +304,3 @@ def sync(device: torch.device) -> None:
     """Wait for the device (before reading a timer); nothing to wait for on CPU."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-
-
-def _snapshot(model) -> dict:
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -135,7 +135,9 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
         if not path.is_file():
             raise BenchError(f"--weights {weights}: file not found (a .safetensors file or a "
                              "torch state dict)")
-        return WeightsSpec(str(path), f"file:{path.name} sha256:{file_digest(path)}")
+        label = f"file:{path.name} sha256:{file_digest(path)}"
+        _check_readable(str(path), label)  # a junk file fails here, in --dry-run too
+        return WeightsSpec(str(path), label)
     if not pretrained:
         return None
     if impl == "torchvision" and backbone in TORCHVISION_ENUMS:
@@ -164,6 +166,12 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
             "--weights PATH (.safetensors or a torch state dict)")
     path, source = hit
     return WeightsSpec(path, f"{source} sha256:{file_digest(path)}")
+
+
+@functools.lru_cache(maxsize=8)
+def _check_readable(path: str, label: str) -> None:
+    """Read a --weights file once per process (per content: `label` has its digest)."""
+    read_state_dict(path)
 
 
 def _download(model_name: str) -> tuple[str, str] | None:

@@ -43,3 +43,23 @@ def test_list_shows_every_registry(capsys):
     for word in ("methods:", "datasets:", "backbones:", "profiles:", "sl1h", "digits",
                  "smallcnn", "resnet18", "quick", "paper"):
         assert word in out
+
+
+ARGPARSE_CASES = [
+    (["run", "--jobs", "x"], "bench run: error: argument --jobs: invalid int value: 'x'"),
+    (["run", "--jobs-per-gpu", "1.5"], "argument --jobs-per-gpu: invalid int value: '1.5'"),
+    (["nope"], "bench: error: argument command: invalid choice: 'nope'"),
+    ([], "bench: error: the following arguments are required: command"),
+    (["report", "--nope"], "unrecognized arguments: --nope"),
+    (["run", "--seeds"], "bench run: error: argument --seeds: expected one argument"),
+]
+
+
+@pytest.mark.parametrize("argv, message", ARGPARSE_CASES)
+def test_argparse_errors_are_one_line_with_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert message in err and "--help" in err
+    assert len(err.strip().splitlines()) == 1, err

@@ -94,7 +94,8 @@ def test_ece_hand_worked_bin_edge_and_exact_one():
     ])
     labels = np.array([1, 0, 2])
     expected = (abs(0 - 0.2) + abs(1 - 0.5) + abs(0 - 1.0)) / 3
-    assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-12)
+    # confidences are binned and averaged in float32, as torchmetrics does
+    assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-7)
     acc, conf, share = M.ece_bins(probs, labels)
     assert share[15] == pytest.approx(1 / 3) and conf[15] == 1.0  # the 1.0 bin
     assert share[7] == pytest.approx(1 / 3)  # 0.5 is in [7/15, 8/15)
@@ -103,19 +104,39 @@ def test_ece_hand_worked_bin_edge_and_exact_one():
 def test_ece_bin_edge_grouping():
     # Two samples at exactly 2/15 and one just below must not share a bin:
     # edge inclusion decides the answer, so this fails if bins were (a, b].
-    edge = float(torch.linspace(0, 1, 16, dtype=torch.float64)[2])
-    below = np.nextafter(edge, 0)
+    # torchmetrics bins float32 confidences, so the edge is a float32 one.
+    edge = torch.linspace(0, 1, 16, dtype=torch.float32)[2].item()
+    below = float(np.nextafter(np.float32(edge), np.float32(0)))
     k = 8  # enough classes that a top prob of ~0.133 is possible
 
     def row(top):
         rest = (1 - top) / (k - 1)
         return [top] + [rest] * (k - 1)
 
-    probs = np.array([row(edge), row(edge), row(below)])
     labels = np.array([0, 1, 0])  # accuracies 1, 0, 1
     # bin 2 holds the two edge samples (acc 1/2, conf edge), bin 1 holds `below`
     expected = (2 * abs(0.5 - edge) + abs(1 - below)) / 3
-    assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-12)
+    for dtype in (np.float32, np.float64):
+        probs = np.array([row(edge), row(edge), row(below)], dtype=dtype)
+        assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-7)
+        assert M.ece(probs, labels) == pytest.approx(tm_ece(probs, labels), abs=1e-7)
+
+
+def test_ece_of_float64_probabilities_bins_like_torchmetrics():
+    # 0.2 in float64 is below float32's 0.2 (the edge of bin 3): binning float64
+    # confidences against float64 edges would put it in bin 3, torchmetrics in bin 2.
+    probs = np.array([[0.0, 0.25, 0.25, 0.25, 0.25], [0.2] * 5])
+    labels = np.array([0, 0])  # wrong, right
+    expected = (abs(0 - 0.25) + abs(1 - 0.2)) / 2  # two bins of one sample each
+    assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-7)
+    assert M.ece(probs, labels) == pytest.approx(tm_ece(probs, labels), abs=1e-7)
+
+
+def tm_ece(probs, labels):
+    from torchmetrics.functional.classification import multiclass_calibration_error
+
+    return float(multiclass_calibration_error(torch.from_numpy(probs), torch.from_numpy(labels),
+                                              num_classes=probs.shape[1], n_bins=15, norm="l1"))
 
 
 def test_calibration_gap_sign():

@@ -94,15 +94,20 @@ def test_hidden_partial_record_is_not_complete(tmp_path):
 
 
 def test_sigkill_mid_run_then_rerun_trains_only_missing(tmp_path):
+    from bench.sweep import runstate
+    from sweeputil import wait_for
+
     args = [sys.executable, "-m", "bench.cli.main", "run", "--seeds", "3", "--results",
             str(tmp_path), *TINY, "--set", "epochs_per_cycle=3", "--set", "image_size=8"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 600
-    while time.time() < deadline and "seed0" not in seed_dirs(tmp_path):
-        time.sleep(0.05)
-    time.sleep(0.5)  # now inside seed 1's training
+    seed0 = wait_for(lambda: seed_dirs(tmp_path).get("seed0"), timeout=600)
+    seed1 = seed0.parent / "seed1"
+    # seed 1's first heartbeat is written at its first optimiser step (of 51)
+    wait_for(lambda: runstate.read_progress(seed1), timeout=600, every=0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    # the worker watches the sweep's pid and dies with it; its lock is then stale
+    wait_for(lambda: runstate.live_holder(seed1) is None, timeout=30)
     done = {n for n, p in seed_dirs(tmp_path).items() if store.is_complete(p)}
     assert done == {"seed0"}, "only the finished seed may look complete"
     assert set(seed_dirs(tmp_path)) == {"seed0"}  # nothing half-written under a real name
@@ -111,3 +116,146 @@ def test_sigkill_mid_run_then_rerun_trains_only_missing(tmp_path):
     assert "2 trained, 1 already done" in rerun.stdout
     assert {n for n, p in seed_dirs(tmp_path).items() if store.is_complete(p)} == \
         {"seed0", "seed1", "seed2"}
+
+
+# ---------------------------------------------- issue 14 point 1: damaged records --
+def _record(tmp_path, files=True) -> Path:
+    path = tmp_path / "d" / "b" / "m" / "h" / "seed0"
+    store.write_record(path, {"a": 1}, {"x": 1}, {"v": np.arange(50.0)})
+    if not files:  # as written before checksums existed
+        m = json.loads((path / "metrics.json").read_text())
+        del m["files"]
+        (path / "metrics.json").write_text(json.dumps(m))
+    return path
+
+
+def test_point1_record_stores_checksums_of_its_files(tmp_path):
+    import hashlib
+
+    path = _record(tmp_path)
+    sums = json.loads((path / "metrics.json").read_text())["files"]
+    for name in ("config.json", "predictions.npz"):
+        data = (path / name).read_bytes()
+        assert sums[name] == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    assert store.verify(path) is None
+
+
+@pytest.mark.parametrize("files", [True, False], ids=["checksummed", "legacy"])
+def test_point1_verify_names_the_damage(tmp_path, files):
+    path = _record(tmp_path, files)
+    npz = path / "predictions.npz"
+    data = npz.read_bytes()
+    npz.write_bytes(data[: len(data) // 2])
+    assert store.verify(path).startswith("predictions.npz: ")
+    npz.unlink()
+    assert store.verify(path) == "predictions.npz: missing"
+    (path / "metrics.json").unlink()
+    assert store.verify(path) == "metrics.json: missing"
+
+
+def test_point1_verify_sees_a_same_size_change(tmp_path):
+    path = _record(tmp_path)
+    cfg = path / "config.json"
+    cfg.write_text(cfg.read_text().replace("1", "2"))
+    assert store.verify(path) == "config.json: checksum mismatch"
+
+
+def test_point1_damaged_record_is_moved_aside_and_retrained(tmp_path, capsys):
+    args = ["run", "--seeds", "1", "--results", str(tmp_path), *TINY, "--set", "epochs_per_cycle=1"]
+    assert main(args) == 0
+    (path,) = seed_dirs(tmp_path).values()
+    npz = path / "predictions.npz"
+    npz.write_bytes(npz.read_bytes()[:100])
+    capsys.readouterr()
+    assert main(args + ["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "damaged" in out and "a real run would train 1" in out
+    assert npz.stat().st_size == 100  # the dry run changes nothing
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "DAMAGED" in out and "1 trained, 0 already done" in out
+    (aside,) = path.parent.glob("seed0.damaged-*")
+    assert (aside / "predictions.npz").stat().st_size == 100  # kept, not deleted
+    assert store.verify(path) is None and store.iter_records(tmp_path) == [path]
+    assert main(["check", "--results", str(tmp_path)]) == 0
+    (path / "config.json").unlink()
+    assert main(["check", "--results", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "seed0" in out and "config.json: missing" in out and "1 damaged" in out
+
+
+def test_point8_ctrl_c_stops_promptly_and_leaves_no_outcome_file(tmp_path):
+    args = [sys.executable, "-m", "bench.cli.main", "run", "--seeds", "2", "--results",
+            str(tmp_path), *TINY, "--set", "epochs_per_cycle=6", "--set", "image_size=8"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and not list(tmp_path.rglob("seed0.progress.json")):
+            time.sleep(0.05)  # the first seed is training now (hundreds of steps to go)
+        trainer = json.loads(next(tmp_path.rglob("seed0.lock")).read_text())["pid"]
+        t0 = time.time()
+        proc.send_signal(signal.SIGINT)  # the sweep only, as `kill -INT` would
+        while time.time() - t0 < 60 and Path(f"/proc/{trainer}").exists():
+            time.sleep(0.05)
+        stopped = time.time() - t0
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert stopped < 5, "Ctrl-C waited for the running seed"
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert err.splitlines()[0].startswith("bench: interrupted")
+    assert not list(tmp_path.rglob("*.outcome-*.json"))
+    assert store.iter_records(tmp_path) == []
+
+
+# A process SIGKILLed while it writes a record: stopped inside write_record's
+# last file (metrics.json, the completion mark) or just before the rename.
+KILLED_WRITER = """
+import os, sys, time, pathlib
+import numpy as np
+from bench.core import store
+path, marker, stage = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+def hang():
+    marker.touch()
+    time.sleep(300)
+if stage == "metrics":
+    write = store._write_json
+    def slow(p, obj):
+        if p.name == "metrics.json":
+            p.write_text('{"status": "do')  # half of the completion mark is on disk
+            hang()
+        write(p, obj)
+    store._write_json = slow
+else:
+    store._replace_dir = lambda new, target: hang()
+store.write_record(path, {"a": 2}, {"x": 2}, {"v": np.arange(1000)})
+"""
+
+
+@pytest.mark.parametrize("stage", ["metrics", "rename"])
+@pytest.mark.parametrize("old", [False, True])
+def test_sigkill_inside_the_record_write(tmp_path, stage, old):
+    from sweeputil import wait_for
+
+    path = tmp_path / "d" / "b" / "m" / "h" / "seed0"
+    if old:  # --force over a finished record: the old one must survive the kill
+        store.write_record(path, {"a": 1}, {"x": 1}, {"v": np.ones(2)})
+    marker = tmp_path / "inside"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(path), str(marker), stage])
+    try:
+        wait_for(marker.exists, timeout=120, every=0.01)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    if old:
+        assert store.is_complete(path) and store.read_json(path / "config.json") == {"a": 1}
+        assert store.iter_records(tmp_path) == [path]
+    else:
+        assert not path.exists() and not store.is_complete(path)
+        assert store.iter_records(tmp_path) == []
+    # the dead writer's temporary is hidden; a new write goes through
+    assert all(p.name.startswith(".seed0.tmp-") for p in path.parent.iterdir() if p != path)
+    store.write_record(path, {"a": 3}, {"x": 3}, {"v": np.zeros(2)})
+    assert store.is_complete(path) and store.read_json(path / "config.json") == {"a": 3}
+    assert store.iter_records(tmp_path) == [path]

@@ -65,13 +65,16 @@ def test_every_number_rank_and_mark(report, kind):
     rows = body_rows(tex)
     assert [label for label, _ in rows] == [LABELS[m] for m in ROWS]
     for (label, cells), method in zip(rows, ROWS):
-        assert len(cells) == 8
-        for b, block in zip(BACKBONES, (cells[:4], cells[4:])):
+        assert len(cells) == 10
+        for b, block in zip(BACKBONES, (cells[:5], cells[5:])):
             want = [expected_cell(method, b, m, kind == "std") for m in ("acc", "ece", "nll")]
-            assert block == want + [RANKS[b][method]], (label, b)
-    assert r"\multicolumn{4}{c}{\textbf{ResNet50}} & \multicolumn{4}{c}{\textbf{ConvNeXt}}" in tex
-    assert r"\cmidrule(lr){2-5} \cmidrule(lr){6-9}" in tex
-    assert r"ACC$^\uparrow$ & ECE$_\downarrow$ & NLL$_\downarrow$ & Rank$_\downarrow$" in tex
+            # write_known: gap -0.05 per seed; D-Ens: confidence 0.8, accuracy 1
+            gap = "$-20.00$" if method == "dens" else "$-5.00$"
+            assert block == want[:2] + [gap, want[2], RANKS[b][method]], (label, b)
+    assert r"\multicolumn{5}{c}{\textbf{ResNet50}} & \multicolumn{5}{c}{\textbf{ConvNeXt}}" in tex
+    assert r"\cmidrule(lr){2-6} \cmidrule(lr){7-11}" in tex
+    assert (r"ACC$^\uparrow$ & ECE$_\downarrow$ & Gap & NLL$_\downarrow$ & Rank$_\downarrow$"
+            in tex)  # issue 14 point 8: the signed gap, as in the Markdown
     assert ("sidewaystable" in tex) == (kind == "std")
 
 
@@ -141,7 +144,8 @@ def test_ts_table_numbers_ditto_and_ranks(report):
         best = min(ranks)
         second = min(r for r in ranks if r > best)
         for j, (label, cells) in enumerate(rows):
-            block = cells[4 * bi: 4 * bi + 4]
+            block = cells[5 * bi: 5 * bi + 5]
+            del block[2]  # the signed gap (checked in test_every_number_rank_and_mark)
             acc = re.sub(r"\$\^\{[^}]*\}\$", "", block[0])
             if label == "+TS":
                 assert block[0] == "''"  # ditto: TS never changes the accuracy
@@ -198,5 +202,5 @@ def test_a_backbone_without_runs_shows_dashes_and_a_footnote(report):
     groups, _ = aggregate.build_groups(runs, with_ts=False)
     tex = latex.fragment(build_table("main", "toy", groups, (0, 1, 2)))
     cells = dict(body_rows(tex))["4HML"]
-    assert cells[4:] == ["--"] * 4 and cells[3] == r"\underline{\textbf{2.0}}"
+    assert cells[5:] == ["--"] * 5 and cells[4] == r"\underline{\textbf{2.0}}"
     assert "--: no finished run for that backbone." in tex

@@ -122,19 +122,23 @@ def test_friedman_hand_formula():
     assert f.statistic == pytest.approx(chi2)
 
 
-def test_config_choice_is_visible(tmp_path):
+def test_config_choice_is_never_silent(tmp_path):
+    """Issue 14 point 4: two configs of one method stop the report unless
+    --config chooses; the choice is noted."""
     write_known(tmp_path)
     runs = aggregate.load_runs(tmp_path)
     other = runs[0].path.parent.parent / "zzz999" / "seed0"
     other.parent.mkdir()
     shutil.copytree(runs[0].path, other)
-    kept, notes = aggregate.select_configs(aggregate.load_runs(tmp_path))
-    assert len(kept) == len(runs)
-    assert any("ignoring zzz999 (1 seeds)" in n for n in notes)
+    with pytest.raises(BenchError, match=r"has records of 2 configs: abc123 \(3 seeds\); "
+                                         r"zzz999 \(1 seeds\); choose with --config"):
+        aggregate.select_configs(aggregate.load_runs(tmp_path))
     kept, notes = aggregate.select_configs(aggregate.load_runs(tmp_path), config="zzz")
     cell = (runs[0].backbone, runs[0].method)
     assert [r.chash for r in kept if (r.backbone, r.method) == cell] == ["zzz999"]
-    assert any("no record with config zzz" in n for n in notes)  # the other cells say so
+    assert len(kept) == len(runs) - 3 + 1  # other cells keep their only config
+    assert notes == [f"toy/{cell[0]}/{cell[1]}: using config zzz999 (1 seeds, chosen by "
+                     f"--config), ignoring abc123 (3 seeds)"]
 
 
 def test_no_records_is_one_line_error(tmp_path, capsys):

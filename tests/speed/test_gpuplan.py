@@ -158,9 +158,12 @@ def test_plan_puts_the_headline_first_and_uses_real_shapes():
 
 
 def test_timed_step_is_the_trainers(monkeypatch, one_thread):
+    """The timed step is the training loop's (SingleStepper.step), nothing else."""
+    from bench.train.loop import SingleStepper
+
     calls = []
-    real = steptime.train_step
-    monkeypatch.setattr(steptime, "train_step", lambda *a: calls.append(1) or real(*a))
+    real = SingleStepper.step
+    monkeypatch.setattr(SingleStepper, "step", lambda *a: calls.append(1) or real(*a))
     job = G.plan(G.Settings(**{**TINY, "strategies": ("single",)}))[0]
     m = steptime.measure(job, "cpu", 3, 2, 16, time.perf_counter() + 60)
     assert (m["timed_steps"], m["eval_images"]) == (3, 16)

@@ -15,32 +15,33 @@ def test_every_path_steps_and_reports_no_count_on_cpu():
 
 
 def test_the_counted_steps_are_the_harness_steps(monkeypatch):
-    """Every counted step goes through bench.train.loop.train_step (one run) or
-    bench.train.fused.fused_step (a pair: both members' batches), warm-up included,
-    and moves the weights."""
-    from bench.speed import steptime
+    """Every counted step is the training loop's own step (SingleStepper.step for
+    one run, FusedStepper.step for a pair: both members' batches), warm-up
+    included, and moves the weights."""
+    from bench.train.fused import FusedStepper
+    from bench.train.loop import SingleStepper
 
     calls = {"single": [], "fused": []}
-    real_single, real_fused = steptime.train_step, steptime.fused_step
+    real_single, real_fused = SingleStepper.step, FusedStepper.step
 
-    def single(model, *a):
-        before = [p.detach().clone() for p in model.parameters()]
-        out = real_single(model, *a)
+    def single(self, x, y, idxs, lr):
+        before = [p.detach().clone() for p in self.model.parameters()]
+        out = real_single(self, x, y, idxs, lr)
         calls["single"].append(any(not torch.equal(b, p) for b, p in
-                                   zip(before, model.parameters())))
+                                   zip(before, self.model.parameters())))
         return out
 
-    def fused(fm, methods, opt, xs, *a):
-        before = [t.clone() for t in fm.params.values()]
-        out = real_fused(fm, methods, opt, xs, *a)
-        calls["fused"].append((len(methods), len(xs), any(
-            not torch.equal(b, t) for b, t in zip(before, fm.params.values()))))
+    def fused(self, x, y, idxs, lr):
+        before = [t.clone() for t in self.fm.params.values()]
+        out = real_fused(self, x, y, idxs, lr)
+        calls["fused"].append((len(self.methods), len(idxs), tuple(out.shape), any(
+            not torch.equal(b, t) for b, t in zip(before, self.fm.params.values()))))
         return out
 
-    monkeypatch.setattr(steptime, "train_step", single)
-    monkeypatch.setattr(steptime, "fused_step", fused)
+    monkeypatch.setattr(SingleStepper, "step", single)
+    monkeypatch.setattr(FusedStepper, "step", fused)
     syncs.check("cpu", backbone="smallcnn", size=16, steps=2, methods=["sl1h"])
-    assert calls == {"single": [True] * 3, "fused": [(2, 2, True)] * 3}
+    assert calls == {"single": [True] * 3, "fused": [(2, 2, (2,), True)] * 3}
 
 
 def test_unknown_method_is_one_line_before_any_step(capsys, monkeypatch):

@@ -161,8 +161,8 @@ def test_out_of_memory_is_a_failure_that_keeps_the_batch_size(tmp_path, monkeypa
 
     def oom_after_3_steps(exp, bundle, method, seed, results, **kw):
         calls.append(seed)
-        for _ in range(3):  # three training steps go through the step counter
-            method.loss(torch.zeros(2, 1, 10, requires_grad=True), torch.tensor([0, 1]))
+        for step in range(1, 4):  # three training steps report through the loop's hook
+            kw["on_step"](step, torch.tensor(0.5))
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(bench.train.experiment, "run_seed", oom_after_3_steps)
@@ -201,7 +201,12 @@ def test_sigkilled_sweep_reruns_only_missing_runs(tmp_path, capsys):
             "--seeds", "0-2", "--jobs", "2", "--no-progress", *TINY]
     specs = specs_for(run_args(tmp_path, "--seeds", "0-2"))
     sweep = popen_bench(*argv)
-    wait_for(lambda: complete(specs), timeout=240)
+
+    def one_done_one_training():  # no sleep: the kill lands while a run is mid-training
+        done = complete(specs)
+        return done and any(runstate.read_progress(s.record) for s in specs if s not in done)
+
+    wait_for(one_done_one_training, timeout=240, every=0.01)
     sweep.send_signal(signal.SIGKILL)
     sweep.wait()
     # the sweep's worker dies with it (it watches the sweep's pid): nothing keeps training

@@ -1,0 +1,29 @@
+"""`--seeds` syntax shared by `bench run` and `bench report`: N, A-B or a comma list."""
+from __future__ import annotations
+
+from bench.core.errors import BenchError
+
+MAX_SEED = 1000  # more seeds than any calibration study needs; catches typos like 1000000
+
+
+def parse_seeds(text) -> list[int]:
+    """'5' -> 0..4, '2-4' -> 2,3,4, '0,3' -> 0,3; every seed in 0..MAX_SEED-1."""
+    text = str(text).strip()
+    try:
+        if "," in text:
+            seeds = [int(s) for s in text.split(",") if s.strip()]
+        elif "-" in text.lstrip("-"):
+            lo, hi = text.split("-", 1)
+            seeds = list(range(int(lo), min(int(hi), MAX_SEED) + 1))
+        else:
+            n = int(text)
+            if n < 1:
+                raise BenchError(f"--seeds {text}: need at least one seed (e.g. --seeds 5 or 0-4)")
+            seeds = list(range(min(n, MAX_SEED + 1)))
+    except ValueError:
+        raise BenchError(f"--seeds {text}: expected N, A-B or a comma list of ints") from None
+    if not seeds or min(seeds) < 0:
+        raise BenchError(f"--seeds {text}: seeds must be non-negative and at least one")
+    if max(seeds) >= MAX_SEED:
+        raise BenchError(f"--seeds {text}: seeds must be below {MAX_SEED} (N at most {MAX_SEED})")
+    return list(dict.fromkeys(seeds))

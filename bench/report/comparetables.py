@@ -1,0 +1,171 @@
+"""`--compare paper` rendered: Markdown and LaTeX tables, the ours-against-published figure.
+
+Text from bench.report.compare's rows; `figure` and `write` are the only functions that write files.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.report.compare import Z_FLAG, show
+from bench.report.published import METRICS
+from bench.report.tables import backbone_name, dataset_name
+
+HEAD = ("Dataset", "Backbone", "Method", "Metric", "Ours", "n", "Published", "Diff", "z",
+        "Within noise", "Note")
+HELD = {True: "held", False: "not held", None: "not evaluable"}
+
+
+def _pm(mean, std) -> str:
+    return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
+
+
+def _signed(x: float) -> str:
+    return f"{round(x, 9) + 0.0:+.2f}"  # float noise must not print as -0.00
+
+
+def _z(z) -> str:
+    return "--" if z is None else _signed(z)
+
+
+def _note(r: dict) -> str:
+    parts = []
+    if r["basis"] in ("ours only", "published only"):
+        parts.append(f"z from {r['basis']}")
+    if r["caveat"]:
+        parts.append(r["caveat"])
+    return "; ".join(parts)
+
+
+def cells(r: dict) -> list[str]:
+    return [dataset_name(r["dataset"]), backbone_name(r["backbone"]),
+            show(r["method"], r["variant"]), r["metric"].upper(),
+            _pm(r["ours_mean"], r["ours_std"]), str(r["ours_n"]),
+            _pm(r["pub_mean"], r["pub_std"]), _signed(r["diff"]), _z(r["z"]),
+            r["within"], _note(r)]
+
+
+def _paper(c: dict) -> str:
+    """The claim on the published numbers of the same block."""
+    if c["paper_numbers"] in ("", "erratum"):
+        return c["paper_numbers"] or "no such block"
+    return HELD[c["paper_held"]]
+
+
+def _md_table(head, rows) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+            *("| " + " | ".join(c) + " |" for c in rows)]
+
+
+def markdown(rows: list[dict], claim_rows: list[dict], notes: list[str]) -> str:
+    """The whole comparison page: claims, then values, then what is missing."""
+    flagged = sum(r["within"] == "no" for r in rows)
+    out = ["# Our runs against the published numbers", "",
+           f"{len(rows)} values compared, {flagged} outside noise (|z| > {Z_FLAG:g}). "
+           "Ours: mean ± population std over n seeds; published: the paper's tables, stds "
+           "from the authors' notebook (Chaoyang, Kvasir) or the appendix (PathMNIST, "
+           "suspect); see docs/reports.md.", "", "## The paper's claims on these runs", ""]
+    out += _md_table(("Dataset", "Backbone", "Claim", "Ours", "Numbers", "Paper"),
+                     [[dataset_name(c["dataset"]), backbone_name(c["backbone"]), c["text"],
+                       HELD[c["held"]], c["numbers"],
+                       _paper(c)] for c in claim_rows])
+    out += ["", "## Values", ""] + _md_table(HEAD, [cells(r) for r in rows])
+    if notes:
+        out += ["", "## Missing", ""] + [f"- {n}" for n in notes]
+    return "\n".join(out) + "\n"
+
+
+def _tex(text: str) -> str:
+    return (text.replace("±", r"$\pm$").replace("_", r"\_").replace("%", r"\%")
+            .replace("&", r"\&"))
+
+
+def latex(rows: list[dict]) -> str:
+    """One longtable (booktabs) of every compared value; flagged rows bold."""
+    cols = HEAD[:-1]  # the note column would not fit a page: it is in the Markdown
+    lines = [r"% needs \usepackage{booktabs,longtable}",
+             r"\begin{longtable}{lll l rr r rr l}", r"\toprule",
+             " & ".join(cols) + r" \\", r"\midrule", r"\endhead"]
+    for r in rows:
+        c = [_tex(x) for x in cells(r)[:-1]]
+        if r["within"] == "no":
+            c = [rf"\textbf{{{x}}}" for x in c]
+        lines.append(" & ".join(c) + r" \\")
+    lines += [r"\bottomrule",
+              rf"\caption{{Our runs against the published numbers: difference and two-sample "
+              rf"$z$; bold: $|z| > {Z_FLAG:g}$.}}", r"\end{longtable}"]
+    return "\n".join(lines) + "\n"
+
+
+DOCUMENT = (r"\documentclass{article}" "\n" r"\usepackage{booktabs,longtable}" "\n"
+            r"\begin{document}" "\n" r"\small" "\n" r"\input{paper}" "\n"
+            r"\end{document}" "\n")
+
+
+def figure(rows: list[dict], stem: Path) -> list[Path]:
+    """Ours against published, one panel per metric, identity line, error
+    bars where a std is known, values outside noise circled in red; files
+    stem.png and stem.pdf."""
+    from bench.report import plots  # matplotlib only when a figure is drawn
+
+    plt = plots.plt
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 4.0))
+    for ax, metric in zip(axes, METRICS):
+        sub = [r for r in rows if r["metric"] == metric]
+        for ds in sorted({r["dataset"] for r in sub}):
+            pts = [r for r in sub if r["dataset"] == ds]
+            ax.errorbar([r["pub_mean"] for r in pts], [r["ours_mean"] for r in pts],
+                        xerr=[r["pub_std"] or 0 for r in pts],
+                        yerr=[r["ours_std"] or 0 for r in pts], fmt="o", ms=4,
+                        label=dataset_name(ds))
+        flagged = [r for r in sub if r["within"] == "no"]
+        if flagged:
+            ax.scatter([r["pub_mean"] for r in flagged], [r["ours_mean"] for r in flagged],
+                       s=60, facecolors="none", edgecolors="red", label=f"|z| > {Z_FLAG:g}")
+        values = [v for r in sub for v in (r["pub_mean"], r["ours_mean"])]
+        if values:
+            lo, hi = min(values), max(values)
+            pad = 0.05 * (hi - lo or 1.0)
+            ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=0.8)
+            ax.legend(fontsize=7)
+        ax.set(title=metric.upper(), xlabel="published", ylabel="ours")
+    fig.tight_layout()
+    return plots.save(fig, stem)
+
+
+ROW_COLUMNS = ("dataset", "backbone", "method", "variant", "metric", "ours_mean", "ours_std",
+               "ours_n", "pub_mean", "pub_std", "pub_n", "diff", "z", "basis", "within",
+               "source", "std_source", "caveat")
+CLAIM_COLUMNS = ("dataset", "backbone", "claim", "text", "held", "numbers", "paper_held",
+                 "paper_numbers")
+
+
+def write(ours, out: Path, figures: bool = True) -> tuple[list[Path], str]:
+    """OUT/compare/paper.{md,tex,csv}, claims.csv and (figures) the scatter;
+    returns the files and a one-line summary."""
+    import csv
+
+    from bench.report.compare import claims, compare
+
+    rows, notes = compare(ours)
+    claim_rows = claims(ours)
+    d = out / "compare"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "paper.md").write_text(markdown(rows, claim_rows, notes))
+    (d / "paper.tex").write_text(latex(rows))
+    (d / "paper_doc.tex").write_text(DOCUMENT)
+    for name, cols, data in (("paper.csv", ROW_COLUMNS, rows),
+                             ("claims.csv", CLAIM_COLUMNS, claim_rows)):
+        with open(d / name, "w", newline="") as f:
+            w = csv.DictWriter(f, cols, extrasaction="ignore")
+            w.writeheader()
+            w.writerows({k: "" if v is None else v for k, v in r.items()} for r in data)
+    written = [d / "paper.md", d / "paper.tex", d / "paper_doc.tex", d / "paper.csv",
+               d / "claims.csv"]
+    if figures and rows:
+        written += figure(rows, out / "figures" / "compare_paper")
+    held = sum(c["held"] is True for c in claim_rows)
+    evaluated = sum(c["held"] is not None for c in claim_rows)
+    summary = (f"--compare paper: {len(rows)} values compared, "
+               f"{sum(r['within'] == 'no' for r in rows)} outside noise (|z| > {Z_FLAG:g}); "
+               f"claims held {held} of {evaluated} evaluated; {d / 'paper.md'}")
+    return written, summary

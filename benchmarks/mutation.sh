@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Mutation testing of the numeric core with mutmut (not part of CI: minutes per module).
+#
+#   benchmarks/mutation.sh [module ...]     # default: every module below, smallest first
+#
+# Each module is mutated in a throw-away copy of the working tree (mutmut edits
+# files in place) and tested only against the tests that cover it, so a run fits
+# a 2-core machine. Scores go to docs/testing.md by hand; surviving mutants are
+# printed with `mutmut show`. Needs the `mutation` extra: pip install -e '.[mutation]'.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+PY=${PYTHON:-$REPO/.venv/bin/python}
+
+# module name -> "source file | tests covering it"
+declare -A MOD=(
+  [ranks]="bench/report/ranks.py|tests/report/test_ranks.py tests/report/test_rank_properties.py"
+  [calibration]="bench/core/calibration.py|tests/core/test_calibration.py tests/core/test_ts_ensemble_independent.py"
+  [metrics]="bench/core/metrics.py|tests/core/test_metrics.py tests/core/test_metric_properties.py"
+  [config]="bench/core/config.py|tests/core/test_registry_config.py tests/core/test_config_hash.py"
+  [derived]="bench/report/derived.py|tests/core/test_ts_ensemble_independent.py"
+  [mhml]="methods/mhml.py|tests/methods/test_mhml.py tests/methods/test_weight_groups.py"
+  [mixup]="methods/mixup.py|tests/methods/test_mixup_replay.py"
+  [losses]="methods/ls.py methods/mbls.py methods/dca.py methods/focal.py methods/sl1h.py|tests/methods/test_methods.py"
+  [aggregate]="bench/report/aggregate.py|tests/report/test_report.py tests/report/test_latex.py"
+)
+ORDER=(ranks mixup config calibration derived metrics mhml losses aggregate)
+[ $# -gt 0 ] && ORDER=("$@")
+
+for name in "${ORDER[@]}"; do
+  spec=${MOD[$name]:?unknown module $name (choose from: ${!MOD[*]})}
+  src=${spec%%|*}; tests=${spec#*|}
+  work=$(mktemp -d "${TMPDIR:-/tmp}/mutation-$name.XXXX")
+  # the tracked and untracked (not ignored) files, without the venv or results
+  git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$work"
+  # bench.methods / bench.datasets are a package-dir mapping: symlinks make the
+  # copy importable from PYTHONPATH ahead of the editable install
+  ln -s ../methods "$work/bench/methods"; ln -s ../datasets "$work/bench/datasets"
+  start=$(date +%s)
+  (cd "$work" && PYTHONPATH=$work "$PY" -m mutmut run --paths-to-mutate "${src// /,}" \
+      --runner "$PY -m pytest -x -q -p no:cacheprovider -p no:randomly $tests" \
+      --tests-dir tests --simple-output --no-progress >"$work/run.log" 2>&1) || true
+  secs=$(( $(date +%s) - start ))
+  echo "== $name ($src): ${secs}s, work dir $work"
+  # counts by status (ok_suspicious = killed, but slowly: a failing hypothesis test shrinks)
+  "$PY" - "$work/.mutmut-cache" <<'PYEOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+counts = dict(db.execute("select status, count(*) from Mutant group by status").fetchall())
+print("   " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
+for (pk,) in db.execute("select id from Mutant where status in ('bad_survived', 'bad_timeout')"):
+    print(f"   survivor {pk}")
+PYEOF
+  for pk in $("$PY" -c "import sqlite3,sys; print(*[r[0] for r in sqlite3.connect(sys.argv[1]).execute(\"select id from Mutant where status='bad_survived'\")])" "$work/.mutmut-cache"); do
+    (cd "$work" && "$PY" -m mutmut show "$pk" | grep '^[-+][^-+]' | sed "s/^/   #$pk /")
+  done
+done

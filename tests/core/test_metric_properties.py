@@ -1,0 +1,70 @@
+"""Property-based checks of ECE and NLL against torchmetrics and scikit-learn,
+on random inputs with ties, confidences on bin edges and saturated rows."""
+import numpy as np
+import torch
+from hypothesis import given, settings, strategies as st
+from sklearn.metrics import log_loss
+from torchmetrics.functional.classification import multiclass_calibration_error
+
+from bench.core import metrics as M
+
+FAST = settings(max_examples=80, deadline=None)
+# Confidences on the 15-bin edges, exactly 1 (its own bin), 1/K-like ties, and
+# arbitrary values.
+EDGES = [k / 15 for k in range(16)]
+conf = st.one_of(st.sampled_from(EDGES + [0.5, 1.0]), st.floats(0.0, 1.0))
+
+
+@st.composite
+def prob_rows(draw, dtype=np.float64):
+    k = draw(st.integers(2, 6))
+    n = draw(st.integers(1, 40))
+    rows, labels = [], []
+    for _ in range(n):
+        c = draw(conf)
+        top = draw(st.integers(0, k - 1))
+        row = np.full(k, (1.0 - c) / (k - 1))
+        row[top] = c
+        if draw(st.booleans()):  # a tie for the top probability
+            row = np.full(k, 1.0 / k)
+        rows.append(row)
+        labels.append(draw(st.integers(0, k - 1)))
+    return np.array(rows, dtype=dtype), np.array(labels)
+
+
+@FAST
+@given(prob_rows(np.float32))
+def test_ece_matches_torchmetrics_float32(data):
+    probs, labels = data
+    expected = float(multiclass_calibration_error(
+        torch.from_numpy(probs), torch.from_numpy(labels), num_classes=probs.shape[1],
+        n_bins=15, norm="l1"))
+    assert abs(M.ece(probs, labels) - expected) <= 1e-6
+
+
+@FAST
+@given(prob_rows(np.float64))
+def test_ece_matches_torchmetrics_float64(data):
+    probs, labels = data
+    expected = float(multiclass_calibration_error(
+        torch.from_numpy(probs), torch.from_numpy(labels), num_classes=probs.shape[1],
+        n_bins=15, norm="l1"))
+    assert abs(M.ece(probs, labels) - expected) <= 1e-7  # torchmetrics returns float32
+
+
+@FAST
+@given(prob_rows(np.float64))
+def test_nll_matches_sklearn_log_loss(data):
+    probs, labels = data
+    expected = log_loss(labels, probs, labels=range(probs.shape[1]))
+    assert abs(M.nll(probs, labels) - expected) <= 1e-9 * max(1.0, expected)
+
+
+@FAST
+@given(prob_rows(np.float64))
+def test_accuracy_and_gap_by_counting(data):
+    probs, labels = data
+    hits = [int(np.argmax(p) == y) for p, y in zip(probs, labels)]
+    assert M.accuracy(probs, labels) == sum(hits) / len(hits)
+    gap = np.mean([max(p) for p in probs]) - sum(hits) / len(hits)
+    assert abs(M.calibration_gap(probs, labels) - gap) <= 1e-12

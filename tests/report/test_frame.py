@@ -1,0 +1,132 @@
+"""bench.results.load (the results frame), damaged records, config choice
+in `bench report`, and the README's Python API snippet."""
+import csv
+import shutil
+
+import numpy as np
+import pytest
+from report_records import COST, KNOWN, write_known
+
+import bench.results
+from bench.cli.main import main
+from bench.core import store
+from bench.report.frame import damaged
+
+
+@pytest.fixture
+def known(tmp_path):
+    return write_known(tmp_path / "results")
+
+
+def _csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_frame_has_one_row_per_record_with_config_metrics_and_cost(known):
+    df = bench.results.load(known)
+    assert len(df) == sum(len(v["acc"]) for v in KNOWN.values())
+    row = df[(df.backbone == "resnet50") & (df.method == "2hml") & (df.seed == 1)].iloc[0]
+    assert row.test_acc == pytest.approx(KNOWN[("resnet50", "2hml")]["acc"][1] / 100)
+    assert row.val_ece == pytest.approx(KNOWN[("resnet50", "2hml")]["ece"][1] / 100)
+    assert (row.dataset, row.config_hash, row.heads) == ("toy", "abc123", 2)
+    assert row.n_params == COST["2hml"] and row.train_seconds == 11.0
+
+
+def test_readme_python_api_snippet(known):
+    """The README's "Python API" lines, checked against the known values."""
+    df = bench.results.load(known)
+    ece = df.groupby(["method", "backbone"])["test_ece"].mean()
+    for (backbone, method), values in KNOWN.items():
+        assert ece[(method, backbone)] == pytest.approx(np.mean(values["ece"]) / 100)
+
+
+def _record(root, backbone="resnet50", method="sl1h", seed=1):
+    return store.record_dir(root, "toy", backbone, method, "abc123", seed)
+
+
+@pytest.mark.parametrize("harm", ["truncate", "delete"])
+@pytest.mark.parametrize("no_ts", [False, True])
+def test_damaged_predictions_are_skipped_and_listed(known, tmp_path, capsys, harm, no_ts):
+    """Issue 14 point 1: a truncated or deleted predictions.npz never aborts
+    a report: the record is skipped with a note and listed as damaged."""
+    npz = _record(known) / "predictions.npz"
+    if harm == "truncate":
+        npz.write_bytes(npz.read_bytes()[: npz.stat().st_size // 2])
+    else:
+        npz.unlink()
+    assert damaged(_record(known)).startswith("predictions.npz: ")
+    assert damaged(_record(known, seed=0)) is None
+    out = tmp_path / "out"
+    argv = ["report", "--results", str(known), "--out", str(out), "--no-plots", "--no-progress"]
+    assert main(argv + (["--no-ts"] if no_ts else [])) == 0
+    assert "skipped damaged record" in capsys.readouterr().out
+    failed = [r for r in _csv(out / "failed_runs.csv") if r["reason"].startswith("damaged: ")]
+    assert [(f["backbone"], f["method"], f["seed"], f["config_hash"]) for f in failed] == [
+        ("resnet50", "sl1h", "1", "abc123")]
+    runs = _csv(out / "runs.csv")
+    assert not any((r["backbone"], r["method"], r["seed"]) == ("resnet50", "sl1h", "1")
+                   for r in runs)
+
+
+def test_damaged_metrics_json(known):
+    (_record(known) / "metrics.json").write_text('{"status": "done", "test": ')
+    assert damaged(_record(known)).startswith("metrics.json: ")
+
+
+def _second_config(root, hash_="zzz999", seeds=(0,), backbone="resnet50", method="sl1h"):
+    for seed in seeds:
+        src = _record(root, backbone, method, seed)
+        dst = src.parent.parent / hash_ / f"seed{seed}"
+        shutil.copytree(src, dst)
+        cfg = store.read_json(dst / "config.json")
+        cfg["train"] = {"epochs_per_cycle": 1}
+        (dst / "config.json").write_text(__import__("json").dumps(cfg))
+        _reseal(dst)
+
+
+def _reseal(record):
+    """After a test edits config.json on purpose, record its new checksum
+    (as write_record would have), so the record is not taken for damaged."""
+    metrics = store.read_json(record / "metrics.json")
+    if "files" in metrics:
+        metrics["files"]["config.json"] = store.file_sum(record / "config.json")
+        (record / "metrics.json").write_text(__import__("json").dumps(metrics))
+
+
+def test_two_configs_stop_the_report_with_one_line(known, tmp_path, capsys):
+    _second_config(known)
+    out = tmp_path / "out"
+    assert main(["report", "--results", str(known), "--out", str(out), "--no-plots",
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "toy/resnet50/sl1h has records of 2 configs" in err
+    assert "abc123 (3 seeds; epochs_per_cycle=?)" in err
+    assert "zzz999 (1 seeds; epochs_per_cycle=1)" in err
+    assert not out.exists()  # nothing written before the input is known good
+
+
+def test_config_accepts_one_prefix_per_method(known, tmp_path):
+    _second_config(known)
+    _second_config(known, "yyy888", backbone="resnet50", method="2hml", seeds=(0, 1))
+    fail = _record(known).parent / "_sweep"
+    fail.mkdir()
+    (fail / "seed5.failed.json").write_text('{"status": "failed", "reason": "boom"}')
+    out = tmp_path / "out"
+    assert main(["report", "--results", str(known), "--out", str(out), "--no-plots",
+                 "--no-progress", "--no-ts", "--config", "zzz,yyy"]) == 0
+    runs = _csv(out / "runs.csv")
+    chosen = {(r["backbone"], r["method"]): r["config_hash"] for r in runs}
+    assert chosen[("resnet50", "sl1h")] == "zzz999" and chosen[("resnet50", "2hml")] == "yyy888"
+    assert chosen[("convnext_tiny", "sl1h")] == "abc123"  # its only config
+    # a failure of a config that was not selected is still listed, with its hash
+    failed = {(f["method"], f["seed"], f["config_hash"]) for f in _csv(out / "failed_runs.csv")}
+    assert ("sl1h", "5", "abc123") in failed
+    assert "toy_main" in (out / "tables" / "all_tables.tex").read_text()
+
+
+def test_config_prefix_matching_nothing_is_an_error(known, tmp_path, capsys):
+    assert main(["report", "--results", str(known), "--out", str(tmp_path / "o"),
+                 "--config", "abc,nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "bench: error: --config nope: matches no record; configs present: abc123"
