@@ -186,7 +186,7 @@ def test_point1_damaged_record_is_moved_aside_and_retrained(tmp_path, capsys):
 
 def test_point8_ctrl_c_stops_promptly_and_leaves_no_outcome_file(tmp_path):
     args = [sys.executable, "-m", "bench.cli.main", "run", "--seeds", "2", "--results",
-            str(tmp_path), *TINY, "--set", "epochs_per_cycle=6", "--set", "image_size=8"]
+            str(tmp_path), *TINY, "--set", "epochs_per_cycle=40", "--set", "image_size=8"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 600
