@@ -55,8 +55,9 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default="reports", help="output folder")
     for flag in ("dataset", "backbone", "method"):
         p.add_argument(f"--{flag}", action="append", help=f"only these {flag}s (comma list)")
-    p.add_argument("--config", help="config-hash prefixes, comma-separated, one per method "
-                                    "with records of several configs (docs/reports.md)")
+    p.add_argument("--config", help="which config where a method has several: comma-separated "
+                                    "PREFIX, METHOD=PREFIX, or a rule (latest, most-seeds); "
+                                    "docs/reports.md")
     p.add_argument("--seeds", help="seeds asked, as in bench run: N (0..N-1), A-B or a comma "
                                    "list; default: every seed seen")
     p.add_argument("--order", help="rows, e.g. 'sl1h,ls;dens;2hml,4hml' (';' = double rule); "

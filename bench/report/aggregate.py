@@ -161,34 +161,69 @@ def _failure_row(root: Path, f: Path, obj: dict) -> dict:
 # ---------------------------------------------------------------- grouping
 
 
+CONFIG_RULES = {
+    # rule -> sort key over one config's runs; the largest wins
+    "latest": lambda runs: max(_mtime(r) for r in runs),
+    "most-seeds": lambda runs: (len(runs), max(_mtime(r) for r in runs)),
+}
+
+
+def _mtime(run: Run) -> float:
+    try:
+        return (run.path / "metrics.json").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def parse_config_choice(config: str | None, known: list[str]):
+    """--config items -> (prefixes for any method, {method: prefix}, rule or None).
+    Items: PREFIX, METHOD=PREFIX, or a rule (latest, most-seeds)."""
+    anywhere, per_method, rule = [], {}, None
+    for item in [c.strip() for c in (config or "").split(",") if c.strip()]:
+        method, sep, prefix = item.rpartition("=")
+        if not sep and item in CONFIG_RULES:
+            rule = item
+            continue
+        if not any(h.startswith(prefix) for h in known):
+            raise BenchError(f"--config {item}: matches no record; configs present: "
+                             f"{', '.join(known)}; or a rule: {', '.join(CONFIG_RULES)}")
+        if sep:
+            per_method[method] = prefix
+        else:
+            anywhere.append(prefix)
+    return anywhere, per_method, rule
+
+
 def select_configs(runs: list[Run], config: str | None = None) -> tuple[list[Run], list[str]]:
     """One config hash per (dataset, backbone, method), never picked silently.
 
-    `config`: comma-separated hash prefixes; each chooses the config of the
-    methods it matches (a prefix matching no record is an error). A cell left
-    with more than one config stops the report with a one-line error listing
-    each candidate, its differing settings and seed count (docs/reports.md).
+    `config`: comma-separated items, each a hash prefix (for every method it
+    matches), METHOD=PREFIX (that method only) or a rule (`latest`: the config
+    with the newest record; `most-seeds`: the one with most seeds, then newest),
+    applied where prefixes leave more than one. A prefix matching no record is
+    an error. A cell still left with several configs stops the report with a
+    one-line error listing each candidate, its differing settings and seed
+    count (docs/reports.md). Every chosen config is named in a note.
     """
-    prefixes = [c.strip() for c in (config or "").split(",") if c.strip()]
-    known = sorted({r.chash for r in runs})
-    for p in prefixes:
-        if not any(h.startswith(p) for h in known):
-            raise BenchError(f"--config {p}: matches no record; configs present: "
-                             f"{', '.join(known)}")
+    anywhere, per_method, rule = parse_config_choice(config, sorted({r.chash for r in runs}))
     by_cell: dict = defaultdict(lambda: defaultdict(list))
     for r in runs:
         by_cell[(r.dataset, r.backbone, r.method)][r.chash].append(r)
     keep, notes = [], []
     for cell, hashes in sorted(by_cell.items()):
+        prefixes = [per_method[cell[2]]] if cell[2] in per_method else anywhere
         chosen = [h for h in hashes if any(h.startswith(p) for p in prefixes)] or sorted(hashes)
+        if len(chosen) > 1 and rule:
+            chosen = [max(chosen, key=lambda h: CONFIG_RULES[rule](hashes[h]))]
         if len(chosen) > 1:
             raise BenchError(_ambiguous(cell, {h: hashes[h] for h in chosen}))
         best = chosen[0]
         keep += sorted(hashes[best], key=lambda r: r.seed)
         others = [f"{h} ({len(v)} seeds)" for h, v in sorted(hashes.items()) if h != best]
         if others:
+            how = f"--config {rule}" if rule and not prefixes else "--config"
             notes.append(f"{'/'.join(cell)}: using config {best} ({len(hashes[best])} seeds, "
-                         f"chosen by --config), ignoring {', '.join(others)}")
+                         f"chosen by {how}), ignoring {', '.join(others)}")
     return keep, notes
 
 
@@ -209,7 +244,8 @@ def _ambiguous(cell: tuple, hashes: dict) -> str:
         diff = ", ".join(f"{k.removeprefix('train_')}={settings[h].get(k, '?')}" for k in differ)
         parts.append(f"{h} ({len(rs)} seeds{'; ' + diff if diff else ''})")
     return (f"{'/'.join(cell)} has records of {len(hashes)} configs: {'; '.join(parts)}; "
-            f"choose with --config PREFIX[,PREFIX...] (one per method), or --method/--backbone")
+            f"choose with --config METHOD=PREFIX[,...], --config latest|most-seeds, "
+            f"or --method/--backbone")
 
 
 def _costs(runs: list[Run], ensemble: bool = False) -> dict:

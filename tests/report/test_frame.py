@@ -129,4 +129,34 @@ def test_config_prefix_matching_nothing_is_an_error(known, tmp_path, capsys):
     assert main(["report", "--results", str(known), "--out", str(tmp_path / "o"),
                  "--config", "abc,nope"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "bench: error: --config nope: matches no record; configs present: abc123"
+    assert err == ("bench: error: --config nope: matches no record; configs present: abc123; "
+                   "or a rule: latest, most-seeds")
+
+
+def test_config_per_method_and_by_rule(known, tmp_path):
+    """Issue 14.4: --config METHOD=PREFIX picks for that method only; the rules
+    latest / most-seeds decide every cell that prefixes leave open."""
+    import os
+
+    _second_config(known)  # resnet50/sl1h: abc123 (3 seeds) and zzz999 (1 seed, newer)
+    _second_config(known, "yyy888", backbone="resnet50", method="2hml", seeds=(0, 1))
+    for rec in (known / "toy" / "resnet50" / "sl1h" / "zzz999").glob("seed*"):
+        os.utime(rec / "metrics.json", (4e9, 4e9))  # zzz999 is the newest record
+
+    def chosen(choice):
+        out = tmp_path / choice.replace(",", "_").replace("=", "-")
+        assert main(["report", "--results", str(known), "--out", str(out), "--no-plots",
+                     "--no-progress", "--no-ts", "--config", choice]) == 0
+        return {(r["backbone"], r["method"]): r["config_hash"] for r in _csv(out / "runs.csv")}
+
+    c = chosen("sl1h=zzz,2hml=abc")
+    assert c[("resnet50", "sl1h")] == "zzz999" and c[("resnet50", "2hml")] == "abc123"
+    c = chosen("most-seeds")
+    assert c[("resnet50", "sl1h")] == "abc123"  # 3 seeds beat 1
+    assert c[("resnet50", "2hml")] == "abc123"  # 3 seeds beat yyy888's 2
+    c = chosen("latest")
+    assert c[("resnet50", "sl1h")] == "zzz999"
+    c = chosen("2hml=yyy,most-seeds")  # a prefix first, the rule for the rest
+    assert c[("resnet50", "2hml")] == "yyy888" and c[("resnet50", "sl1h")] == "abc123"
+    assert main(["report", "--results", str(known), "--out", str(tmp_path / "x"),
+                 "--config", "sl1h=nope"]) == 2
