@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.methods import PAPER_METHODS, create_method
+from bench.core.config import PROFILES
 from bench.core.schedule import steps_per_epoch
 
 # The paper's trained methods (Tables 1-2) and their head counts.
@@ -131,8 +132,9 @@ def peak_fraction(tflops: float, device_name: str, bf16: bool, is_cuda: bool) ->
 
 # -------------------------------------------------------------- projection --
 def train_steps(shape: DataShape, batch_size: int, epochs: int) -> int:
-    """Optimiser steps of one run (bench.train.loop's epoch rule, times epochs)."""
-    return steps_per_epoch(shape.train, batch_size) * epochs
+    """Optimiser steps of one run (bench.train.loop's epoch rule, times epochs),
+    under the paper profile's drop_last (the released loader drops the last batch)."""
+    return steps_per_epoch(shape.train, batch_size, PROFILES["paper"].drop_last) * epochs
 
 
 def eval_images(shape: DataShape, cycles: int) -> int:

@@ -20,13 +20,14 @@ TINY = dict(device="cpu", datasets=("pathmnist",), backbones=("smallcnn",), head
 # ------------------------------------------------------------- arithmetic --
 def test_group_seconds_hand_example():
     shape = P.DataShape("toy", 3, 28, train=100, val=20, test=30)
-    # 100 images at batch 8: 12 full batches + one of 4 -> 13 steps/epoch; 6 epochs
-    assert P.train_steps(shape, 8, 6) == 78
+    # 100 images at batch 8 with the released loader's drop_last: 12 full
+    # batches (the batch of 4 is dropped) -> 12 steps/epoch; 6 epochs
+    assert P.train_steps(shape, 8, 6) == 72
     # 2 cycles: validation 3 times (each cycle + best checkpoint) + the test set
     assert P.eval_images(shape, 2) == 3 * 20 + 30
     assert P.group_seconds(shape, 8, 6, 2, ms_per_step=10.0, eval_ms_per_image=0.5) == \
-        pytest.approx(78 * 0.010 + 90 * 0.0005)
-    # a trailing batch of one image is dropped by the trainer: 97 -> 12 steps
+        pytest.approx(72 * 0.010 + 90 * 0.0005)
+    # 97 images: 12 full batches, the one left over dropped
     assert P.train_steps(P.DataShape("t", 3, 28, 97, 1, 1), 8, 1) == 12
 
 
@@ -232,11 +233,11 @@ def test_cli_run_json_round_trip_and_headline(tmp_path, capsys, one_thread):
     # the projection recomputed from the saved measurements equals the saved one
     again = G.project(res)
     assert again["grid"] == res["grid"] and again["headline"] == res["headline"]
-    # headline by hand: 89,996 images -> 11,250 steps/epoch x 50 epochs, and
+    # headline by hand: 89,996 images -> 11,249 full batches of 8 (drop_last) x 50 epochs, and
     # 11 validation passes of 10,004 images + 7,180 test images
     m = {x["key"]: x for x in res["measurements"]}["pathmnist|smallcnn|4h|fused|x2|fp32"]
     assert m["timed_steps"] == 3 and m["eval_images"] == 16
-    minutes = (11250 * 50 * m["ms_step"] + (11 * 10004 + 7180) * m["eval_ms_image"]) / 60000
+    minutes = (11249 * 50 * m["ms_step"] + (11 * 10004 + 7180) * m["eval_ms_image"]) / 60000
     h = [x for x in res["headline"] if x["what"].endswith("x2 fused") and x["variant"] == "fp32"][0]
     assert math.isclose(h["group_min"], minutes) and math.isclose(h["per_run_min"], minutes / 2)
     assert math.isclose(h["eval_min"], (11 * 10004 + 7180) * m["eval_ms_image"] / 60000)
