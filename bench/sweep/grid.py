@@ -65,6 +65,9 @@ class RunSpec:
     force: bool = False
     load_options: tuple = ()  # sorted (key, value) pairs for the dataset adapter
     weights: str | None = None  # explicit initial backbone weights file
+    # (augment, train, test) px as the grid resolved them for this method:
+    # --fuse methods groups by it (LS at 150 px never steps with CE at 224)
+    sizes: tuple = ()
 
     @property
     def record(self) -> Path:
@@ -87,6 +90,7 @@ class RunSpec:
         d["train"] = TrainConfig(**d["train"])
         for key in ("method_overrides", "load_options"):
             d[key] = tuple(tuple(p) for p in d[key])
+        d["sizes"] = tuple(d.get("sizes", ()))
         return cls(**d)
 
 
@@ -167,7 +171,10 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
                 # the sweep before anything trains.
                 method.check(bundle.num_classes)
                 experiments[exp.chash] = exp
-                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash) for s in seeds]
+                t = exp.train
+                sizes = (t.augment_size, t.image_size, t.test_size)
+                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash, sizes=sizes)
+                          for s in seeds]
     return specs, experiments
 
 

@@ -8,7 +8,9 @@ modes, one registry entry each:
 - `methods`: every run that can share each optimiser step: same dataset (and
   data options), backbone, initial weights, the same training config (one
   optimiser, one schedule, one batch order length) and the same number of
-  heads (same architecture, so the parameters stack). That is an
+  heads (same architecture, so the parameters stack), at the same resolved
+  image sizes (the released protocol trains LS/MbLS/MixUp/DCA at 150 px on
+  Chaoyang and Kvasir, the rest at 224). That is an
   Experiment's payload without its method fields; the worker re-checks it
   on the rebuilt experiments (`check_lockstep`) before anything trains.
 
@@ -43,8 +45,8 @@ def methods_key(spec) -> tuple:
     from bench.methods import create_method
 
     heads = create_method(spec.method, dict(spec.method_overrides)).heads
-    return (spec.dataset, spec.backbone, spec.train, spec.data_root, spec.load_options,
-            spec.weights, heads, spec.results, spec.device)
+    return (spec.dataset, spec.backbone, spec.train, spec.sizes, spec.data_root,
+            spec.load_options, spec.weights, heads, spec.results, spec.device)
 
 
 def fuse_groups(specs, mode: str = "seeds", max_size: int | None = None) -> list[list]:

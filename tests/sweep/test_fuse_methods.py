@@ -121,6 +121,26 @@ def test_other_backbones_or_train_configs_never_share_a_group(tmp_path):
         block("smallcnn", ["sl1h", "ls"], 0.05)]
 
 
+def test_released_sizes_split_methods_groups(tmp_path):
+    """Chaoyang under the released protocol: LS/MbLS/MixUp/DCA train at 150 px,
+    CE at 224, so one-head methods form two groups (same backbone, same config)."""
+    from tests.datasets.test_datasets import write_chaoyang
+
+    write_chaoyang(tmp_path / "cy", per_class_train=(5, 5, 5, 5))
+    specs = specs_for(build_parser().parse_args(
+        ["run", "--dataset", "chaoyang", "--data-root", str(tmp_path / "cy"), "--backbone",
+         "resnet50", "--method", "paper", "--seeds", "2", "--results", str(tmp_path / "r"),
+         "--no-progress"]))
+    groups = fuse_groups(specs, "methods")
+    got = [sorted({(s.method, s.sizes) for s in g}) for g in groups]
+    small = (150, 150, 224)
+    assert got == [[("sl1h", (224, 224, 224))],
+                   sorted((m, small) for m in ("ls", "mbls", "mixup", "dca")),
+                   [("2hml", (224, 224, 224)), ("2hsl", (224, 224, 224))],
+                   [("4hml", (224, 224, 224))]]
+    assert all(len(g) == 2 * len({s.method for s in g}) for g in groups)
+
+
 def test_local_executor_starts_one_process_per_capped_group(tmp_path, monkeypatch):
     from bench.sweep import executors
 
