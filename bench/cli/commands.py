@@ -15,7 +15,7 @@ from bench.core.errors import choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
 from bench.core.seeds import parse_seeds
-from bench.sweep.grid import build_specs, dry_run_table, expand_names, load_options
+from bench.sweep.grid import build_specs, expand_names, load_options
 from bench.report.summary import summary_table
 
 
@@ -172,13 +172,14 @@ def run(args) -> int:
         cfg = dataclasses.replace(cfg, pretrained=True)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
                                      args.results, args.data_root, args.device, args.force,
-                                     load_options(args), getattr(args, "weights", None))
+                                     load_options(args), getattr(args, "weights", None),
+                                     dry_run=args.dry_run)
     if args.dry_run:
-        from bench.sweep.dryrun import protocol_json, protocols
+        from bench.sweep.dryrun import dry_run_table, protocol_json, protocol_table, protocols
 
-        # the protocol table (protocol_table) is not printed yet: tests parse this output
-        print(protocol_json(protocols(specs, experiments)) if args.json
-              else dry_run_table(specs))
+        rows = protocols(specs, experiments)
+        print(protocol_json(rows) if args.json
+              else f"{dry_run_table(specs, experiments)}\n\n{protocol_table(rows)}")
         return 0
     outcomes = run_sweep(specs, args, progress=not args.no_progress)
     complete = {o["record"] for o in outcomes if o["status"] in ("done", "skipped")}

@@ -27,3 +27,14 @@ def parse_seeds(text) -> list[int]:
     if max(seeds) >= MAX_SEED:
         raise BenchError(f"--seeds {text}: seeds must be below {MAX_SEED} (N at most {MAX_SEED})")
     return list(dict.fromkeys(seeds))
+
+
+def format_seeds(seeds) -> str:
+    """[0, 1, 2, 5] -> '0-2,5' (sorted; contiguous runs as ranges)."""
+    out, seeds = [], sorted(set(seeds))
+    for s in seeds:
+        if out and s == out[-1][1] + 1:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)

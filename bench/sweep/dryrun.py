@@ -1,6 +1,7 @@
-"""What `bench run --dry-run` shows per run beyond done-ness: the protocol each
-run would train under (sizes, backbone library and weights, drop path, loss,
-class groups, steps), as a table or one JSON object per run."""
+"""What `bench run --dry-run` shows per run: its state on disk (done, damaged,
+running, failed, missing, or no weights) and the protocol it would train under
+(sizes, backbone library and weights, drop path, loss, class groups, steps), as
+two tables or one JSON object per run."""
 from __future__ import annotations
 
 import json
@@ -8,8 +9,40 @@ import json
 from tabulate import tabulate
 
 from bench.core.schedule import steps_per_epoch
+from bench.core.seeds import format_seeds
 from bench.sweep.grid import bundle_for, run_status
 from bench.train.backbones import backbone_impl, drop_path_rate
+
+ROWS = 200  # a huge grid is summarised, not printed line by line
+NO_WEIGHTS = ("ImageNet weights not in the local cache: a real run stops here; rerun "
+              "once online with --download, or pass --weights PATH")
+
+
+def spec_status(spec, exp) -> tuple[str, str]:
+    """run_status, except that a run whose weights a dry run could not find
+    is 'no weights' (its config hash depends on their digest, so it is unknown)."""
+    if exp.weights is not None and not exp.weights.cached:
+        return "no weights", NO_WEIGHTS
+    return run_status(spec)
+
+
+def dry_run_table(specs, experiments: dict, max_rows: int = ROWS) -> str:
+    """One row per run: where it stands, and the tally of what a real run would do."""
+    rows, counts = [], {}
+    for spec in specs:
+        status, detail = spec_status(spec, experiments[spec.chash])
+        counts[status] = counts.get(status, 0) + 1
+        if len(rows) < max_rows:
+            config = "?" if status == "no weights" else spec.chash
+            rows.append([spec.dataset, spec.backbone, spec.method, spec.seed, config,
+                         status, detail])
+    table = tabulate(rows, headers=["dataset", "backbone", "method", "seed", "config",
+                                    "status", "detail"], tablefmt="github")
+    if len(specs) > max_rows:
+        table += f"\n... {len(specs) - max_rows} more runs not listed (counts below)"
+    todo = sum(counts.get(k, 0) for k in ("missing", "failed", "damaged"))
+    tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    return f"{table}\n{len(specs)} runs: {tally}; a real run would train {todo}"
 
 
 def run_protocol(spec, exp) -> dict:
@@ -21,9 +54,11 @@ def run_protocol(spec, exp) -> dict:
                         spec.load_options)
     cfg, params = exp.train, method.params_dict()
     groups = getattr(method, "head_groups", lambda k, s: None)(bundle.num_classes, spec.seed)
+    status = spec_status(spec, exp)[0]
     return {
         "dataset": spec.dataset, "backbone": spec.backbone, "method": spec.method,
-        "seed": spec.seed, "config": spec.chash, "status": run_status(spec)[0],
+        "seed": spec.seed, "config": None if status == "no weights" else spec.chash,
+        "status": status,
         "sizes": {"augment": cfg.augment_size, "train": cfg.image_size,
                   "val": cfg.image_size, "test": cfg.test_size},
         "backbone_impl": backbone_impl(spec.backbone, cfg.backbone_impl),
@@ -46,16 +81,24 @@ def protocol_json(rows: list[dict]) -> str:
     return "\n".join(json.dumps(row, sort_keys=True) for row in rows)
 
 
-def protocol_table(rows: list[dict]) -> str:
+def protocol_table(rows: list[dict], max_rows: int = ROWS) -> str:
+    """The protocol of every run under a heading; runs that differ only in
+    their seed share a row (seeds as ranges), so the paper grid fits a screen."""
     def size(s):
         aug = f"{s['augment']}->" if s["augment"] != s["train"] else ""
         return f"{aug}{s['train']}/{s['val']}/{s['test']}"
 
-    table = [[r["dataset"], r["backbone"], r["method"], r["seed"], size(r["sizes"]),
-              r["backbone_impl"], r["weights"], r["drop_path"], r["loss"],
-              " ".join(map(str, r["class_groups"] or [])) or "-", r["steps_per_epoch"]]
-             for r in rows]
-    return tabulate(table, headers=["dataset", "backbone", "method", "seed",
-                                    "px train/val/test", "impl", "weights", "drop path",
-                                    "loss", "class groups", "steps/epoch"],
-                    tablefmt="github")
+    merged: dict[tuple, list[int]] = {}
+    for r in rows:
+        key = (r["dataset"], r["backbone"], r["method"], size(r["sizes"]), r["backbone_impl"],
+               r["weights"], r["drop_path"], r["loss"],
+               " ".join(map(str, r["class_groups"] or [])) or "-", r["steps_per_epoch"])
+        merged.setdefault(key, []).append(r["seed"])
+    table = [[*k[:3], format_seeds(seeds), *k[3:]] for k, seeds in merged.items()]
+    more = (f"\n... {len(table) - max_rows} more rows not listed"
+            if len(table) > max_rows else "")
+    return "protocol per run:\n" + tabulate(
+        table[:max_rows], headers=["dataset", "backbone", "method", "seeds",
+                                   "px train/val/test", "impl", "weights", "drop path",
+                                   "loss", "class groups", "steps/epoch"],
+        tablefmt="github") + more

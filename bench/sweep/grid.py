@@ -127,36 +127,38 @@ def _load(dataset: str, image_size: int, data_root: str | None, options: tuple):
     return load_dataset(dataset, data_root, image_size=image_size, **dict(options))
 
 
-def weights_for(spec: "RunSpec", heads: int):
+def weights_for(spec: "RunSpec", heads: int, missing_ok: bool = False):
     """The initial weights of a run (None = random): --weights, else under
-    --pretrained the ImageNet tag the protocol gives this backbone and head count."""
+    --pretrained the ImageNet tag the protocol gives this backbone and head count
+    (`missing_ok`: a placeholder when that file is not cached, for --dry-run)."""
     from bench.train.weights import imagenet_tag, resolve_weights
 
     cfg = spec.train
     tag = imagenet_tag(spec.backbone, cfg.backbone_impl, cfg.imagenet_weights, heads)
     return resolve_weights(spec.backbone, cfg.pretrained, spec.weights,
                            dict(spec.load_options).get("download", False),
-                           impl=cfg.backbone_impl, tag=tag)
+                           impl=cfg.backbone_impl, tag=tag, missing_ok=missing_ok)
 
 
-def experiment_for(spec: "RunSpec", method):
+def experiment_for(spec: "RunSpec", method, missing_ok: bool = False):
     """(Experiment, bundle) for a spec, computed the same way by the sweep and the worker."""
     from bench.train.experiment import make_experiment
 
     bundle = bundle_for(spec.dataset, spec.backbone, spec.train, method, spec.data_root,
                         spec.load_options)
     return make_experiment(bundle, spec.backbone, method, spec.train,
-                           weights=weights_for(spec, method.heads)), bundle
+                           weights=weights_for(spec, method.heads, missing_ok)), bundle
 
 
 def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
                 results: str, data_root=None, device=None, force=False, options: tuple = (),
-                weights: str | None = None):
+                weights: str | None = None, dry_run: bool = False):
     """The grid in order dataset > backbone > method > seed (seeds innermost, so
     a method's seeds finish together). `backbones` None = each dataset's default;
     `methods` are Method objects with their overrides applied, `overrides` maps a
     method name to the raw --set values it owns (replayed by the worker).
-    Returns (specs, {config hash: Experiment})."""
+    `dry_run`: ImageNet weights missing from the cache do not stop the grid
+    (their runs show as 'no weights'). Returns (specs, {config hash: Experiment})."""
     specs, experiments = [], {}
     for dataset in datasets:
         for backbone in backbones or [None]:
@@ -166,7 +168,7 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
                 proto = RunSpec(dataset, backbone, method.name,
                                 tuple(sorted(overrides.get(method.name, {}).items())), cfg, 0, "",
                                 str(results), data_root, device, force, options, weights)
-                exp, bundle = experiment_for(proto, method)
+                exp, bundle = experiment_for(proto, method, missing_ok=dry_run)
                 # Method/dataset mismatches (e.g. more heads than classes) stop
                 # the sweep before anything trains.
                 method.check(bundle.num_classes)
@@ -194,22 +196,3 @@ def run_status(spec: RunSpec) -> tuple[str, str]:
         return "failed", f"{failure.get('reason', '?')} (last step {failure.get('last_step')})"
     return "missing", ""
 
-
-DRY_RUN_ROWS = 200  # a huge grid is summarised, not printed line by line
-
-
-def dry_run_table(specs, max_rows: int = DRY_RUN_ROWS) -> str:
-    rows, counts = [], {}
-    for spec in specs:
-        status, detail = run_status(spec)
-        counts[status] = counts.get(status, 0) + 1
-        if len(rows) < max_rows:
-            rows.append([spec.dataset, spec.backbone, spec.method, spec.seed, spec.chash,
-                         status, detail])
-    table = tabulate(rows, headers=["dataset", "backbone", "method", "seed", "config",
-                                    "status", "detail"], tablefmt="github")
-    if len(specs) > max_rows:
-        table += f"\n... {len(specs) - max_rows} more runs not listed (counts below)"
-    todo = sum(counts.get(k, 0) for k in ("missing", "failed", "damaged"))
-    tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-    return f"{table}\n{len(specs)} runs: {tally}; a real run would train {todo}"

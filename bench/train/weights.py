@@ -27,10 +27,17 @@ from bench.core.errors import BenchError
 WRAPPER_KEYS = ("state_dict", "model", "model_state_dict", "net")
 
 
+NOT_CACHED = "not-cached"  # the digest of weights a dry run could not find
+
+
 @dataclass(frozen=True)
 class WeightsSpec:
     path: str  # the file read
     label: str  # what config.json records, e.g. "hf-hub:timm/resnet50.a1_in1k sha256:..."
+
+    @property
+    def cached(self) -> bool:
+        return not self.label.endswith(NOT_CACHED)
 
 
 @functools.lru_cache(maxsize=16)
@@ -127,9 +134,12 @@ def _hub_id(model_name: str) -> str:
 
 def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None = None,
                     download: bool = False, impl: str = "timm",
-                    tag: str | None = None) -> WeightsSpec | None:
+                    tag: str | None = None, missing_ok: bool = False) -> WeightsSpec | None:
     """The weights a run will load (None = random init); fails in one line.
-    `tag`: a torchvision weight tag (imagenet_tag) for torchvision backbones."""
+    `tag`: a torchvision weight tag (imagenet_tag) for torchvision backbones.
+    `missing_ok` (--dry-run): ImageNet weights not in the local cache give a
+    placeholder (path "", digest NOT_CACHED) instead of the error, so the
+    protocol can be inspected on a machine without them."""
     if weights:
         path = Path(weights)
         if not path.is_file():
@@ -143,6 +153,8 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
     if impl == "torchvision" and backbone in TORCHVISION_ENUMS:
         tag = tag or imagenet_tag(backbone, impl, "same", 1)
         hit = _torchvision_file(tag, download)
+        if hit is None and missing_ok:
+            return WeightsSpec("", f"torchvision:{tag} sha256:{NOT_CACHED}")
         if hit is None:
             raise BenchError(
                 f"no ImageNet weights for {backbone} ({tag}) in the torch hub cache "
@@ -158,6 +170,8 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
     hit = _cached_file(name)
     if hit is None and download:
         hit = _download(name)
+    if hit is None and missing_ok:
+        return WeightsSpec("", f"hf-hub:{_hub_id(name) or name} sha256:{NOT_CACHED}")
     if hit is None:
         hub = _hub_id(name) or name
         raise BenchError(

@@ -44,7 +44,8 @@ def test_method_paper_is_exactly_the_papers_trained_rows(capsys, tmp_path):
                         aliases={"paper": ["sl1h", "4hml"]}) == ["sl1h", "4hml", "ls"]
     assert main(["run", "--method", "paper", "--seeds", "1", "--profile", "quick",
                  "--results", str(tmp_path), "--dry-run"]) == 0
-    listed = [line.split("|")[3].strip() for line in capsys.readouterr().out.splitlines()
+    status = capsys.readouterr().out.split("protocol per run:")[0]
+    listed = [line.split("|")[3].strip() for line in status.splitlines()
               if line.startswith("| digits")]
     assert listed == ["sl1h", "ls", "mbls", "mixup", "dca", "2hsl", "2hml", "4hml"]
 
@@ -74,12 +75,18 @@ def test_dry_run_shows_done_running_failed_missing_and_trains_nothing(tmp_path, 
     assert runstate.acquire(specs[1].record) is None  # held by this live process
     runstate.write_failure(specs[2].record, "non-finite loss: boom", 17)
     assert main([*argv, "--dry-run"]) == 0
-    out = capsys.readouterr().out
+    out, protocol = capsys.readouterr().out.split("protocol per run:")
     lines = {int(line.split("|")[4]): line for line in out.splitlines() if "| digits" in line}
     assert "| done" in lines[0] and f"pid {os.getpid()}" in lines[1] and "running" in lines[1]
     assert "failed" in lines[2] and "boom (last step 17)" in lines[2] and "missing" in lines[3]
     assert "a real run would train 2" in out
     assert complete(specs) == [specs[0]]
+    # the protocol table below it: the four seeds share one row (same protocol),
+    # sizes train/val/test, steps per epoch
+    rows = [line.split("|") for line in protocol.splitlines() if "| digits" in line]
+    assert [r[4].strip() for r in rows] == ["0-3"]
+    assert {r[5].strip() for r in rows} == {"16/16/16"}
+    assert {r[11].strip() for r in rows} == {"16"}  # 1,077 // 64 (drop_last)
 
 
 # ------------------------------------------------------------------ locks --

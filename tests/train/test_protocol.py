@@ -269,3 +269,26 @@ def test_drop_last_steps():
     assert steps_per_epoch(18, 8, drop_last=False) == 3  # a trailing batch of two is kept
     assert steps_per_epoch(5, 8, drop_last=True) == 1  # never zero steps
 
+
+
+def test_dry_run_without_cached_weights_shows_the_protocol_and_a_real_run_stops(
+        tmp_path, monkeypatch, capsys):
+    """--pretrained with an empty torch hub: the dry run lists every run as
+    'no weights' (config unknown: it hashes the weights' digest) with its
+    protocol; the real run stops in one line before writing anything."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty-hub"))
+    argv = ["run", "--dataset", "digits", "--backbone", "resnet50", "--method", "sl1h,2hml",
+            "--seeds", "1", "--pretrained", "--results", str(tmp_path / "res"), "--no-progress"]
+    assert main([*argv, "--dry-run", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["method"], r["status"], r["config"]) for r in rows] == [
+        ("sl1h", "no weights", None), ("2hml", "no weights", None)]
+    assert [r["weights"] for r in rows] == ["torchvision:ResNet50_Weights.IMAGENET1K_V1",
+                                            "torchvision:ResNet50_Weights.IMAGENET1K_V2"]
+    assert main([*argv, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs: 2 no weights; a real run would train 0" in out
+    assert out.count("| ?") == 2 and "--download" in out
+    assert main(argv) == 2
+    assert "no ImageNet weights for resnet50" in capsys.readouterr().err
+    assert not (tmp_path / "res").exists() or not any((tmp_path / "res").rglob("*.json"))
