@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole paper (default) or the offline demo (--quick).
-#   ./run_all.sh --quick   every method x 5 seeds on scikit-learn digits, then tables (CPU, minutes)
+#   ./run_all.sh --quick   every method x 5 seeds on 100 scikit-learn digits images (the
+#                          over-confident demo regime, docs/quickstart.md), then tables (CPU, minutes)
 #   ./run_all.sh           3 datasets x 3 backbones x the paper's 8 trained methods x 5 seeds
 #                          under the released code's protocol (docs/fidelity.md; D-Ens and
 #                          +TS are derived), then every report
@@ -29,7 +30,8 @@ status=0
 if [ "$MODE" = quick ]; then
     # Small CPU runs: several side by side (one torch thread each) beat one run
     # with every core. JOBS=1 ./run_all.sh --quick runs them one at a time.
-    "$BENCH" run --method all --dataset digits --seeds 5 --profile quick \
+    "$BENCH" run --method all --dataset digits --seeds 5 --profile demo \
+        --data-opt train_per_class=10 \
         --jobs "${JOBS:-$(nproc 2>/dev/null || echo 1)}" --results "$RESULTS" "$@" || status=$?
     report
     exit "$status"
