@@ -257,8 +257,9 @@ def test_run_all_calls_setup_then_the_grid_then_reports(tmp_path, report_fails):
     assert done.returncode == (2 if report_fails else 0)  # a failed report is not hidden
     calls = (repo / "calls.txt").read_text().splitlines()
     assert calls[0] == "setup"
-    assert calls[1] == ("run --method all --dataset digits --seeds 5 --profile quick --jobs 3 "
-                        "--results results --no-progress")
+    # the over-confident demo regime (docs/quickstart.md)
+    assert calls[1] == ("run --method all --dataset digits --seeds 5 --profile demo "
+                        "--data-opt train_per_class=10 --jobs 3 --results results --no-progress")
     assert calls[2:] == ["report --results results --out reports"]
     (repo / "calls.txt").unlink()
     done = subprocess.run(["./run_all.sh"], cwd=repo, env=env)
