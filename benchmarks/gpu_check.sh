@@ -16,12 +16,16 @@
 # 5-6. python -m bench.speed.perf at 28 px, ResNet50, 4 heads: harness vs reference
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
+# 7. the cost of `--set deterministic=true` (issue 11: torch.use_deterministic_algorithms
+#    + cudnn.deterministic, as the released code ran when seeded): gpuplan's step of
+#    Kvasir-sized (224 px) ResNet50 4HML, alone, with the switch off and on.
 # Every step runs under `timeout`, so a hang cannot eat the budget; at most
-# SYNC_LIMIT + (GPLAN_BUDGET + 45) + SBS_LIMIT + E2E_LIMIT + 2 x PERF_LIMIT + setup
-# = 40 + 195 + 75 + 75 + 140 + ~15 s, about 9 minutes (run it with timeout_s=570).
+# SYNC_LIMIT + (GPLAN_BUDGET + 45) + SBS_LIMIT + E2E_LIMIT + 2 x PERF_LIMIT
+# + 2 x DET_LIMIT + setup = 40 + 165 + 75 + 75 + 120 + 80 + ~15 s, about 9.5 minutes
+# (run it with timeout_s=590).
 # Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, sidebyside.json,
 # sidebyside.log, e2e.log, e2e/ (records without predictions), perf_fp32.log,
-# perf_bf16.log.
+# perf_bf16.log, det_off.log/.json, det_on.log/.json.
 set -u
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 OUT_DIR="${OUT:-$REPO/gpu_out}"
@@ -41,12 +45,14 @@ PY="$(command -v "$PY")"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
 SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.speed.syncs
-GPLAN_BUDGET="${GPLAN_BUDGET:-150}"  # seconds for bench.speed.gpuplan's own budget
+GPLAN_BUDGET="${GPLAN_BUDGET:-120}"  # seconds for bench.speed.gpuplan's own budget
 SBS_LIMIT="${SBS_LIMIT:-75}"        # hard limit for bench.speed.sidebyside (all K)
 SBS_ARGS="${SBS_ARGS:-}"            # extra bench.speed.sidebyside flags (CPU dry run: a small backbone)
 E2E_LIMIT="${E2E_LIMIT:-75}"        # hard limit for both end-to-end sweeps together
 E2E_ARGS="${E2E_ARGS:-}"            # extra `bench run` flags (CPU dry run: a small backbone)
-PERF_LIMIT="${PERF_LIMIT:-70}"     # hard limit per bench.speed.perf run (it prints at the end)
+PERF_LIMIT="${PERF_LIMIT:-60}"     # hard limit per bench.speed.perf run (it prints at the end)
+DET_LIMIT="${DET_LIMIT:-40}"       # hard limit per deterministic on/off gpuplan run
+DET_ARGS="${DET_ARGS:-}"           # extra gpuplan flags for step 7 (CPU dry run: --image-size 32)
 PERF_STEPS="${PERF_STEPS:-100}"
 PERF_REPEATS="${PERF_REPEATS:-2}"
 SYNC_ARGS="${SYNC_ARGS:-}"          # extra bench.speed.syncs flags (CPU dry run: a small backbone)
@@ -75,13 +81,13 @@ cd "$RUN_DIR" || exit 1
 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
 } 2>&1 | tee "$OUT_DIR/env.txt"
 
-echo "== 1/6 bench.speed.syncs (limit ${SYNC_LIMIT}s)"
+echo "== 1/7 bench.speed.syncs (limit ${SYNC_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.speed.syncs --device "$DEVICE" --steps 3 $SYNC_ARGS \
     2>&1 | tee "$OUT_DIR/syncs.log"
 echo "syncs exit: ${PIPESTATUS[0]}"
 
-echo "== 2/6 bench.speed.gpuplan (budget ${GPLAN_BUDGET}s)"
+echo "== 2/7 bench.speed.gpuplan (budget ${GPLAN_BUDGET}s)"
 # shellcheck disable=SC2086
 # +45 s: imports and CUDA start-up come before gpuplan's clock, and a job checks
 # the clock between steps (a first 224 px step with cuDNN's search can run long)
@@ -90,14 +96,14 @@ timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.speed.gpuplan --device "$DEV
     2>&1 | tee "$OUT_DIR/gpuplan.log"
 echo "gpuplan exit: ${PIPESTATUS[0]}"
 
-echo "== 3/6 bench.speed.sidebyside (limit ${SBS_LIMIT}s)"
+echo "== 3/7 bench.speed.sidebyside (limit ${SBS_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 5 "$SBS_LIMIT" "$PY" -m bench.speed.sidebyside --device "$DEVICE" --processes 1,2,3 \
     --steps 30 --warmup 5 --timeout-s 40 --out "$OUT_DIR/sidebyside.json" $SBS_ARGS \
     2>&1 | tee "$OUT_DIR/sidebyside.log"
 echo "sidebyside exit: ${PIPESTATUS[0]}"
 
-echo "== 4/6 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}s)"
+echo "== 4/7 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}s)"
 E2E=(run --method sl1h,mixup,dca,2hml,4hml --dataset digits --backbone resnet18 --seeds 1
      --profile quick --set cycles=1 --set epochs_per_cycle=2 --device "$DEVICE" --no-progress)
 # shellcheck disable=SC2086
@@ -110,17 +116,28 @@ find "$OUT_DIR/e2e" -name predictions.npz -delete 2>/dev/null  # keep what comes
 
 PERF=(--device "$DEVICE" --backbone resnet50 --heads 4 --size 28 --steps "$PERF_STEPS"
       --repeats "$PERF_REPEATS" --eval-images 2048 --fused-seeds 5 --ref-workers 4)
-echo "== 5/6 bench.speed.perf fp32 (limit ${PERF_LIMIT}s)"
+echo "== 5/7 bench.speed.perf fp32 (limit ${PERF_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" $PERF_ARGS \
     2>&1 | tee "$OUT_DIR/perf_fp32.log"
 echo "perf fp32 exit: ${PIPESTATUS[0]}"
 
-echo "== 6/6 bench.speed.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
+echo "== 6/7 bench.speed.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" --set bf16=true \
     --set channels_last=true $PERF_ARGS 2>&1 | tee "$OUT_DIR/perf_bf16.log"
 echo "perf bf16 exit: ${PIPESTATUS[0]}"
+
+for det in off on; do
+    echo "== 7/7 deterministic=$det: gpuplan, kvasir resnet50 4 heads alone (limit ${DET_LIMIT}s)"
+    flag=false; [ "$det" = on ] && flag=true
+    # shellcheck disable=SC2086
+    timeout -k 5 "$DET_LIMIT" "$PY" -m bench.speed.gpuplan --device "$DEVICE" --datasets kvasir \
+        --backbones resnet50 --heads 4 --strategies single --steps 15 --warmup 3 \
+        --eval-images 256 --budget-s $((DET_LIMIT - 10)) --set deterministic=$flag \
+        --no-progress --out "$OUT_DIR/det_$det.json" $DET_ARGS 2>&1 | tee "$OUT_DIR/det_$det.log"
+    echo "deterministic=$det exit: ${PIPESTATUS[0]}"
+done
 
 echo "== done; files in $OUT_DIR:"
 ls -l "$OUT_DIR"
