@@ -34,7 +34,7 @@ def ece_bins(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15):
     # on a bin edge must land where they land there.
     conf = np.asarray(probs).max(axis=1).astype(np.float32)
     correct = (probs.argmax(axis=1) == labels).astype(conf.dtype)
-    edges = _linspace01(n_bins, conf.dtype)
+    edges = _linspace01(n_bins)
     idx = np.searchsorted(edges, conf, side="right") - 1
     count = np.bincount(idx, minlength=n_bins + 1).astype(np.float64)
     conf_sum = np.bincount(idx, weights=conf, minlength=n_bins + 1)
@@ -45,14 +45,14 @@ def ece_bins(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15):
     return acc_bin, conf_bin, count / count.sum()
 
 
-def _linspace01(n_bins: int, dtype) -> np.ndarray:
+def _linspace01(n_bins: int) -> np.ndarray:
     # Use torch.linspace itself: its boundaries differ from numpy's by an ulp
     # in places, and a confidence sitting on a boundary must land in the same
-    # bin as in torchmetrics, which produced the paper's numbers.
+    # bin as in torchmetrics, which produced the paper's numbers. float32, as
+    # the confidences it bins (ece_bins casts them as torchmetrics does).
     import torch
 
-    tdtype = torch.float64 if np.dtype(dtype) == np.float64 else torch.float32
-    return torch.linspace(0, 1, n_bins + 1, dtype=tdtype).numpy().astype(dtype)
+    return torch.linspace(0, 1, n_bins + 1, dtype=torch.float32).numpy()
 
 
 def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float:

@@ -150,3 +150,36 @@ def test_head_probs_is_mean_of_head_softmaxes():
     logits = rng.normal(size=(4, 3, 5)).astype(np.float32)
     expected = torch.softmax(torch.from_numpy(logits), -1).mean(1).numpy()
     np.testing.assert_allclose(M.head_probs(logits), expected, rtol=1e-6)
+
+
+def test_softmax_over_the_last_axis_of_any_rank_and_large_logits():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(4, 3, 5)) * 3
+    expected = torch.softmax(torch.from_numpy(logits), -1).numpy()
+    np.testing.assert_allclose(M.softmax(logits), expected, rtol=1e-12)
+    big = np.array([[800.0, 799.0, 0.0]])  # exp(800) overflows without the max shift
+    np.testing.assert_allclose(M.softmax(big), torch.softmax(torch.from_numpy(big), -1).numpy())
+
+
+def test_auc_skips_only_classes_without_both_positives_and_negatives():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet(np.ones(4), size=12)
+    labels = np.array([0] * 5 + [1] * 6 + [2])  # class 2: one positive; class 3: none
+    expected = np.mean([roc_auc_score(labels == k, probs[:, k]) for k in (0, 1, 2)])
+    assert M.auc_ovr_macro(probs, labels) == pytest.approx(expected, abs=1e-12)
+    assert np.isnan(M.auc_ovr_macro(probs, np.zeros(12, dtype=int)))  # one class only
+
+
+def test_all_metrics_names_and_values():
+    probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.5, 0.4, 0.1]])
+    labels = np.array([0, 2, 1])
+    got = M.all_metrics(probs, labels)
+    assert set(got) == {"acc", "ece", "nll", "brier", "auc", "gap"}
+    assert got["acc"] == pytest.approx(2 / 3)
+    assert got["nll"] == pytest.approx(-(np.log(0.7) + np.log(0.8) + np.log(0.4)) / 3)
+    assert got["brier"] == pytest.approx((0.09 + 0.04 + 0.01 + 0.01 + 0.01 + 0.04
+                                          + 0.25 + 0.36 + 0.01) / 3)
+    assert got["gap"] == pytest.approx((0.7 + 0.8 + 0.5) / 3 - 2 / 3)
+    assert got["ece"] == pytest.approx(M.ece(probs, labels))
