@@ -1,0 +1,181 @@
+"""The training config's values, ranges and parsing against expectations
+written here: the paper (section 4) and the released code (DESIGN 1b) for the
+defaults, hand truth tables for the ranges, hand strings for the parser."""
+import dataclasses
+
+import pytest
+
+from bench.core import config as C
+from bench.core.errors import BenchError
+
+# Every field of the paper profile: the paper's recipe (SGD lr 1e-2, no momentum
+# or weight decay, batch 8, 10 cosine cycles x 5 epochs to lr 0, TrivialAugmentWide)
+# and the released code's protocol (DESIGN 1b), then the speed-only switches.
+PAPER = {
+    "lr": 0.01, "momentum": 0.0, "weight_decay": 0.0, "batch_size": 8, "cycles": 10,
+    "epochs_per_cycle": 5, "eta_min": 0.0, "augment": True,
+    "size_rule": "released", "image_size": 0, "test_size": 0, "augment_size": 0,
+    "pretrained": False, "backbone_impl": "torchvision", "imagenet_weights": "released",
+    "drop_path": -1.0, "drop_last": True, "checkpoint_score": "released",
+    "deterministic": False,
+    "eval_batch_size": 256, "augment_mode": "batched", "bf16": False, "channels_last": False,
+    "compile": False, "compile_mode": "default", "cudnn_benchmark": True,
+}
+
+
+def _diff(cfg) -> dict:
+    return {k: getattr(cfg, k) for k in PAPER if getattr(cfg, k) != PAPER[k]}
+
+
+def test_every_default_is_the_paper_and_released_protocol():
+    cfg = C.PROFILES["paper"]
+    assert {f.name for f in dataclasses.fields(cfg)} == set(PAPER)  # a new field needs a row
+    assert {k: getattr(cfg, k) for k in PAPER} == PAPER
+    assert all(type(getattr(cfg, k)) is type(v) for k, v in PAPER.items())
+    assert cfg.epochs == 50
+
+
+def test_other_profiles_differ_from_paper_only_where_they_say():
+    assert _diff(C.PROFILES["paper-text"]) == {"size_rule": "uniform", "imagenet_weights": "same"}
+    assert C.PROFILE_METHOD_SETS == {"paper-text": {"mh_loss": "paper", "class_groups": "numpy"}}
+    assert _diff(C.PROFILES["quick"]) == {"cycles": 3, "epochs_per_cycle": 4}
+    assert _diff(C.PROFILES["demo"]) == {"cycles": 3, "epochs_per_cycle": 30, "lr": 0.1,
+                                         "momentum": 0.9, "augment": False}
+    assert C.get_profile("quick") is C.PROFILES["quick"]
+    with pytest.raises(BenchError, match="profile.*nope"):
+        C.get_profile("nope")
+
+
+def test_configs_and_ranges_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        C.PROFILES["paper"].lr = 1.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        C.Range(0, 1).low = 2
+
+
+VALUES = (-0.5, 0.0, 0.5, 1.0, 1.5)
+TRUTH = {  # (low_open, high_open) -> ok for each of VALUES on the interval 0..1
+    (False, False): (False, True, True, True, False),
+    (True, False): (False, False, True, True, False),
+    (False, True): (False, True, True, False, False),
+    (True, True): (False, False, True, False, False),
+}
+
+
+@pytest.mark.parametrize("lo_open, hi_open", TRUTH)
+def test_range_ok_truth_table(lo_open, hi_open):
+    rng = C.Range(0, 1, low_open=lo_open, high_open=hi_open)
+    assert tuple(rng.ok(v) for v in VALUES) == TRUTH[lo_open, hi_open]
+
+
+def test_range_defaults_bounds_and_text():
+    assert all(C.Range().ok(v) for v in (-1e9, 0, 1e9)) and C.Range().text() == "any"
+    assert C.Range() == C.Range(None, None, False, False)
+    assert [C.gt(0).ok(v) for v in (0, 1e-12)] == [False, True] and C.gt(0).text() == "> 0"
+    assert [C.ge(2).ok(v) for v in (1, 2)] == [False, True] and C.ge(2).text() == ">= 2"
+    assert C.Range(high=3).ok(-1e9) and not C.Range(high=3).ok(3.5)
+    assert C.Range(high=3).text() == "<= 3"
+    assert C.Range(0, 1, high_open=True).text() == ">= 0 and < 1"
+    assert C.Range(0.5, 2, low_open=True).text() == "> 0.5 and <= 2"
+
+
+# (key, a bad value, the nearest good one): the declared ranges of docs/sweeps.md
+BOUNDS = [("lr", 0.0, 1e-9), ("momentum", 1.0, 0.99), ("momentum", -0.1, 0.0),
+          ("weight_decay", -1e-9, 0.0), ("batch_size", 1, 2), ("cycles", 0, 1),
+          ("epochs_per_cycle", 0, 1), ("eta_min", -1e-9, 0.0), ("image_size", -1, 0),
+          ("test_size", -1, 0), ("augment_size", -1, 0), ("eval_batch_size", 0, 1),
+          ("drop_path", 1.0, 0.99), ("drop_path", -1.5, -1.0)]
+
+
+@pytest.mark.parametrize("key, bad, good", BOUNDS)
+def test_each_declared_range_rejects_the_bad_side(key, bad, good):
+    base = C.PROFILES["paper"]
+    C.check_ranges(dataclasses.replace(base, **{key: good}))
+    with pytest.raises(BenchError, match=rf"^--set {key}={bad}: must be "):
+        C.check_ranges(dataclasses.replace(base, **{key: bad}))
+
+
+def test_every_field_has_a_key_row_and_numeric_ones_a_range():
+    fields = {f.name: f.type for f in dataclasses.fields(C.TrainConfig)}
+    assert set(C.TRAIN_KEYS) == set(fields)
+    types = C.field_types(C.PROFILES["paper"])
+    for key, (rng, meaning) in C.TRAIN_KEYS.items():
+        numeric = types[key] in (int, float)
+        assert (rng is not None) == numeric, key
+        assert len(meaning) > 10, key
+    assert C.key_table(C.PROFILES["paper"]) is C.TRAIN_KEYS
+    assert C.key_table(object()) == {}
+
+
+def test_choices_are_the_protocols_values():
+    assert C.CHOICES == {"size_rule": ("released", "uniform"),
+                         "backbone_impl": ("torchvision", "timm"),
+                         "imagenet_weights": ("released", "same"),
+                         "checkpoint_score": ("released", "mean_prob")}
+    base = C.PROFILES["paper"]
+    C.check_choices(base)
+    for key, allowed in C.CHOICES.items():
+        for value in allowed:
+            C.check_choices(dataclasses.replace(base, **{key: value}))
+        with pytest.raises(BenchError, match=key):
+            C.check_choices(dataclasses.replace(base, **{key: "other"}))
+    for rate in (-1.0, 0.0, 0.5):
+        C.check_choices(dataclasses.replace(base, drop_path=rate))
+    for rate in (-0.5, 1.0):
+        with pytest.raises(BenchError, match=rf"drop_path={rate}: expected -1"):
+            C.check_choices(dataclasses.replace(base, drop_path=rate))
+
+
+def test_parse_set_splits_on_the_first_equals_and_strips():
+    assert C.parse_set([" lr = 0.1 ", "name=a=b", "empty="]) == {
+        "lr": "0.1", "name": "a=b", "empty": ""}
+    assert C.parse_set(None) == {} and C.parse_set([]) == {}
+    for bad in ("lr", "=3", " =3"):
+        with pytest.raises(BenchError, match=rf"^--set expects key=value, got '{bad}'$"):
+            C.parse_set([bad])
+    with pytest.raises(BenchError, match="^--data-opt expects key=value"):
+        C.parse_data_opts(["x"])
+    assert C.parse_data_opts(["train_per_class=10"]) == {"train_per_class": "10"}
+
+
+@pytest.mark.parametrize("raw, kind, want", [
+    ("true", bool, True), ("Yes", bool, True), (" on ", bool, True), ("1", bool, True),
+    ("false", bool, False), ("NO", bool, False), ("off", bool, False), ("0", bool, False),
+    ("7", int, 7), (" -3 ", int, -3), ("1e-2", float, 0.01), ("inf", float, float("inf")),
+    ("x y", str, "x y"), (5, int, 5), (0.5, float, 0.5), (True, bool, True)])
+def test_convert_accepts(raw, kind, want):
+    got = C.convert("k", raw, kind)
+    assert got == want and type(got) is kind
+
+
+@pytest.mark.parametrize("raw, kind", [("maybe", bool, ), ("2", bool), ("3.0", int),
+                                       ("x", int), ("nan", float), ("", float), (True, int)])
+def test_convert_rejects_in_one_line(raw, kind):
+    with pytest.raises(BenchError, match=rf"^--set k={raw}: expected {kind.__name__}, "):
+        C.convert("k", raw, kind)
+
+
+def test_apply_overrides_types_ranges_and_unknown_keys():
+    base = C.PROFILES["paper"]
+    new = C.apply_overrides(base, {"lr": "0.5", "augment": "no", "batch_size": "16"})
+    assert (new.lr, new.augment, new.batch_size) == (0.5, False, 16)
+    assert base.lr == 0.01  # a copy
+    with pytest.raises(BenchError, match="--set key.*lrr"):
+        C.apply_overrides(base, {"lrr": "1"})
+    with pytest.raises(BenchError, match="^--set batch_size=1: must be >= 2"):
+        C.apply_overrides(base, {"batch_size": "1"})
+
+
+def test_result_fields_leave_out_exactly_the_speed_switches():
+    got = C.result_fields(C.PROFILES["paper"])
+    assert set(PAPER) - set(got) == {"eval_batch_size", "channels_last", "compile",
+                                     "compile_mode", "cudnn_benchmark", "deterministic"}
+    assert all(got[k] == PAPER[k] for k in got)
+
+
+def test_load_kwargs_from_cli_options():
+    class Args:
+        download, no_progress, data_opts = True, True, ["a=1", "b=x"]
+
+    assert C.load_kwargs(Args()) == {"download": True, "progress": False, "a": "1", "b": "x"}
+    assert C.load_kwargs(object()) == {"download": False, "progress": True}
