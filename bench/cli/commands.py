@@ -5,7 +5,7 @@ import dataclasses
 
 from tabulate import tabulate
 
-from bench.train.backbones import BACKBONES
+from bench.train.backbones import BACKBONES, PAPER_BACKBONES
 from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
                                apply_overrides, check_choices, field_types, get_profile,
                                key_table, parse_set)
@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
                    "methods) or 'all' (also the extra baselines)")
     p.add_argument("--dataset", default="digits", help="dataset name(s), comma separated, or all")
     p.add_argument("--backbone", default=None,
-                   help="backbone name(s), comma separated, or all (default: the dataset's)")
+                   help="backbone name(s), comma separated, or all / paper (the paper's "
+                        "resnet50, convnext_tiny, swin_tiny; default: the dataset's)")
     p.add_argument("--seeds", default="5", help="N (seeds 0..N-1), A-B, or a comma list")
     p.add_argument("--profile", default="paper",
                    help="paper (the released code's protocol) | paper-text | quick")
@@ -140,7 +141,9 @@ def resolve_run(args):
         from bench.train.backbones import canonical_backbone
 
         backbones = [canonical_backbone(b) for b in
-                     expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES)]
+                     expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES,
+                                  aliases={"all": list(PAPER_BACKBONES),
+                                           "paper": list(PAPER_BACKBONES)})]
     names = expand_names(args.method, training_methods(), "method", METHODS,
                          aliases={"paper": list(PAPER_METHODS)})
     raw = parse_set(args.overrides)

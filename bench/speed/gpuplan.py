@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from bench.core.device import check_device, default_device, device_name
 from bench.speed import projection as P
-from bench.train.backbones import BACKBONES, fit_size
+from bench.train.backbones import BACKBONES, PAPER_BACKBONES, fit_size
 from bench.core.config import apply_overrides, get_profile, parse_set
 from bench.core.errors import BenchError, choices_error
 from bench.speed.gpuplan_report import render
@@ -41,7 +41,6 @@ from bench.train.loop import check_config
 
 SYNTHETIC = ("data are SYNTHETIC (random uint8 images and labels) of the real shapes: "
              "paper image sizes, true split counts (counts enter the projection only)")
-PAPER_BACKBONES = ("resnet50", "convnext_tiny", "swin_tiny")
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def test_paper_grid_dry_run_is_design_1b(tmp_path, monkeypatch, capsys):
     rows = []
     for dataset, root in roots.items():
         assert main(["run", "--method", "paper", "--dataset", dataset, "--data-root", str(root),
-                     "--backbone", "all" if dataset == "x" else "resnet50,convnext_tiny,swin_tiny",
+                     "--backbone", "all",  # the paper's three
                      "--seeds", "2", "--pretrained", "--results", str(tmp_path / "res"),
                      "--dry-run", "--json", "--no-progress"]) == 0
         rows += [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -292,3 +292,16 @@ def test_dry_run_without_cached_weights_shows_the_protocol_and_a_real_run_stops(
     assert main(argv) == 2
     assert "no ImageNet weights for resnet50" in capsys.readouterr().err
     assert not (tmp_path / "res").exists() or not any((tmp_path / "res").rglob("*.json"))
+
+
+def test_backbone_all_is_the_papers_three(tmp_path, capsys):
+    """`--backbone all` / `paper`: resnet50, convnext_tiny, swin_tiny (the CPU
+    helpers smallcnn and resnet18 are named explicitly: smallcnn has no
+    ImageNet weights, so `all --pretrained` would otherwise always fail)."""
+    def backbones(name):
+        assert main(["run", "--method", "sl1h", "--dataset", "digits", "--seeds", "1",
+                     "--backbone", name, "--results", str(tmp_path), "--dry-run", "--json"]) == 0
+        return [json.loads(line)["backbone"] for line in capsys.readouterr().out.splitlines()]
+
+    assert backbones("all") == backbones("paper") == ["resnet50", "convnext_tiny", "swin_tiny"]
+    assert backbones("smallcnn,all") == ["smallcnn", "resnet50", "convnext_tiny", "swin_tiny"]
