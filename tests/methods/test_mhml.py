@@ -237,3 +237,33 @@ def test_class_groups_follow_python_random(seed, k, m):
 def test_class_groups_rule_is_checked():
     with pytest.raises(BenchError, match="class_groups 'bogus'"):
         create_method("2hml", {"class_groups": "bogus"})
+
+
+def test_params_defaults_keys_and_ranges():
+    import dataclasses
+    import random
+
+    from bench.methods.mhml import MultiHeadParams, class_groups
+
+    p = create_method("mhml").params
+    assert p == MultiHeadParams(heads=4, mh_loss="released", class_groups="python")
+    assert create_method("mhml").heads == 4 and create_method("2hsl").heads == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.heads = 3
+    # every parameter has a key row (bench list --keys, range checks), heads >= 1
+    assert set(MultiHeadParams.KEYS) == {f.name for f in dataclasses.fields(MultiHeadParams)}
+    with pytest.raises(BenchError, match=r"^--set heads=0: must be >= 1"):
+        create_method("mhml", {"heads": "0"})
+    assert create_method("mhml", {"heads": "1"}).heads == 1
+    # the default rule is the released one: Python's random, then array_split
+    for seed in range(3):
+        classes = list(range(10))
+        random.Random(seed).shuffle(classes)
+        assert class_groups(10, 3, seed) == [list(map(int, g))
+                                             for g in np.array_split(classes, 3)]
+
+
+def test_loss_before_setup_is_a_clear_error():
+    method = create_method("4hml")
+    with pytest.raises(RuntimeError, match=r"^4hml: call setup\(num_classes, seed\) before"):
+        method.loss(torch.zeros(2, 4, 5), torch.tensor([0, 1]))
