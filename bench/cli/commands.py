@@ -27,8 +27,9 @@ def add_parser(sub) -> None:
     lp.set_defaults(func=lambda args: print(keys_table() if args.keys else list_registries())
                     or 0)
     p = sub.add_parser("run", help="train a grid of methods x datasets x backbones x seeds")
-    p.add_argument("--method", default="sl1h", help="method name(s), comma separated, 'paper' (the paper's 8 trained "
-                   "methods) or 'all' (also the extra baselines)")
+    p.add_argument("--method", default="sl1h",
+                   help="method name(s), comma separated, 'paper' (the paper's 8 trained "
+                        "methods) or 'all' (also the extra baselines)")
     p.add_argument("--dataset", default="digits", help="dataset name(s), comma separated, or all")
     p.add_argument("--backbone", default=None,
                    help="backbone name(s), comma separated, or all / paper (the paper's "
