@@ -43,10 +43,10 @@ class Run:
     path: Path
 
 
-# seeds: the trained runs; dens: the deep ensemble of sl1h seeds; ts: the
-# runs after temperature scaling; ts-base: the same runs with head logits
-# averaged and T = 1 (the TS table's un-scaled row).
-VARIANTS = ("seeds", "dens", "ts", "ts-base")
+# A Group's `variant`, what its row is made of: seeds (the trained runs), dens
+# (the deep ensemble of sl1h seeds), ts (the runs after temperature scaling),
+# ts-base (the same runs with head logits averaged and T = 1: the TS table's
+# un-scaled row).
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Group:
     cost: dict  # cost -> per-run mean (ensemble: summed over members, rates averaged)
     single: bool = False  # one number, no std (deep ensemble)
     extra: dict = field(default_factory=dict)
-    variant: str = "seeds"  # one of VARIANTS: what the row is made of
+    variant: str = "seeds"  # seeds | dens | ts | ts-base (see above)
 
     @property
     def row_method(self) -> str:
@@ -357,7 +357,7 @@ def write_runs_csv(runs: list[Run], path: Path) -> Path:
 
 def groups_frame(groups: dict, expected: dict) -> pd.DataFrame:
     """groups.csv: mean, population std, n/N per group (fractions, not x100);
-    `variant` says what the row is made of (VARIANTS)."""
+    `variant` says what the row is made of (seeds, dens, ts, ts-base)."""
     rows = []
     for (ds, bb, key), g in sorted(groups.items()):
         row = {"dataset": ds, "backbone": bb, "row": key, "method": g.method,

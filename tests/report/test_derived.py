@@ -43,3 +43,23 @@ def test_empty_and_disagreeing_ensembles_fail_in_one_line(tmp_path):
 def test_only_sl1h_with_two_or_more_seeds_gets_a_dens_row(method, seeds, want):
     assert derived.has_ensemble(method, seeds) is want
     assert (derived.ENSEMBLE_OF, derived.DENS, derived.MIN_MEMBERS) == ("sl1h", "dens", 2)
+
+
+def test_ts_rows_are_variants_of_the_same_seeds(tmp_path):
+    import dataclasses
+
+    from bench.report import aggregate
+
+    rng = np.random.default_rng(2)
+    runs = []
+    for seed in (0, 1):
+        logits = rng.normal(size=(20, 3)).astype(np.float32) * 3
+        path = _record(tmp_path / f"s{seed}", logits, rng.integers(0, 3, 20))
+        runs.append(aggregate.Run("toy", "bb", "sl1h", "abc", seed, 1, {}, {}, path))
+    base, scaled = aggregate.ts_groups(runs)
+    assert (base.key, base.variant, scaled.key, scaled.variant) == (
+        "sl1h@ts-base", "ts-base", "sl1h+ts", "ts")
+    assert base.seeds == scaled.seeds == (0, 1) and not base.single
+    assert len(scaled.extra["temperature"]) == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        runs[0].seed = 5

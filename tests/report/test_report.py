@@ -54,6 +54,7 @@ def test_groups_mean_population_std_and_n(done):
         assert (int(g["n"]), int(g["N"])) == (len(values["acc"]), 3)
     dens = rows[("resnet50", "dens")]
     assert dens["acc_std"] == "" and dens["n"] == "3"
+    assert dens["variant"] == "dens" and {rows[k]["variant"] for k in KNOWN} == {"seeds"}
     assert float(dens["n_params"]) == 3_000_000  # an ensemble costs all its members
     assert float(dens["train_seconds"]) == 10 + 11 + 12
 
