@@ -1,6 +1,7 @@
 """bench.results.load (the results frame), damaged records, config choice
 in `bench report`, and the README's Python API snippet."""
 import csv
+import json
 import shutil
 
 import numpy as np
@@ -160,3 +161,42 @@ def test_config_per_method_and_by_rule(known, tmp_path):
     assert c[("resnet50", "2hml")] == "yyy888" and c[("resnet50", "sl1h")] == "abc123"
     assert main(["report", "--results", str(known), "--out", str(tmp_path / "x"),
                  "--config", "sl1h=nope"]) == 2
+
+
+def _damage(known, backbone, method):
+    npz = _record(known, backbone, method) / "predictions.npz"
+    npz.write_bytes(npz.read_bytes()[:100])
+
+
+@pytest.mark.parametrize("filters, runs, bad", [
+    ({}, 23 - 2, {("resnet50", "sl1h"), ("convnext_tiny", "4hml")}),
+    ({"methods": ["sl1h"]}, 6 - 1, {("resnet50", "sl1h")}),
+    ({"backbones": ["convnext_tiny"]}, 11 - 1, {("convnext_tiny", "4hml")}),
+    ({"backbones": ["convnext_tiny"], "methods": ["sl1h", "ls"]}, 5, set()),
+    ({"datasets": ["toy"], "methods": ["4hml"]}, 6 - 1, {("convnext_tiny", "4hml")}),
+    ({"datasets": ["other"]}, 0, set()),
+])
+def test_load_runs_filters_records_and_damaged_ones_alike(known, filters, runs, bad):
+    from bench.report import aggregate
+
+    _damage(known, "resnet50", "sl1h")
+    _damage(known, "convnext_tiny", "4hml")
+    damaged_rows = []
+    got = aggregate.load_runs(known, damaged=damaged_rows, **filters)
+    assert len(got) == runs
+    for key, allowed in (("dataset", "datasets"), ("backbone", "backbones"),
+                         ("method", "methods")):
+        if filters.get(allowed):
+            assert {getattr(r, key) for r in got} <= set(filters[allowed])
+    assert {(d["backbone"], d["method"]) for d in damaged_rows} == bad
+
+
+@pytest.mark.parametrize("key", ["reason", "error", "message", "exception"])
+def test_failure_reason_from_any_of_its_keys(tmp_path, key):
+    from bench.report import aggregate
+
+    d = tmp_path / "toy" / "resnet50" / "sl1h" / "abc123"
+    d.mkdir(parents=True)
+    (d / "seed3.failed.json").write_text(json.dumps({key: "boom\nsecond line"}))
+    (row,) = aggregate.find_failures(tmp_path)
+    assert (row["reason"], row["seed"], row["method"]) == ("boom", "3", "sl1h")
