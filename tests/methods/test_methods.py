@@ -215,3 +215,26 @@ def test_every_method_trains_one_epoch(name, tiny_digits, tmp_path):
     assert status == "done" and logits.shape == (40, method.heads, 10)
     assert np.isfinite(logits).all()
     assert read_json(path / "config.json")["method_params"] == method.params_dict()
+
+
+def test_each_method_is_named_as_registered_with_frozen_params():
+    import dataclasses
+
+    from bench.methods import METHODS
+
+    for name in METHODS.names():
+        method = create_method(name)
+        assert method.name == name
+        if dataclasses.fields(method.params):
+            field = dataclasses.fields(method.params)[0].name
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(method.params, field, 0)
+
+
+def test_released_train_size_is_150_for_the_train_other_methods():
+    """DESIGN 1b: train_other.py (LS, MbLS, MixUp, DCA) trained at --im_size 150;
+    train_PMH.py and every other baseline at the dataset's size."""
+    from bench.methods import METHODS
+
+    sizes = {name: create_method(name).released_train_size for name in METHODS.names()}
+    assert sizes == {n: 150 if n in ("ls", "mbls", "mixup", "dca") else 0 for n in sizes}

@@ -267,3 +267,19 @@ def test_loss_before_setup_is_a_clear_error():
     method = create_method("4hml")
     with pytest.raises(RuntimeError, match=r"^4hml: call setup\(num_classes, seed\) before"):
         method.loss(torch.zeros(2, 4, 5), torch.tensor([0, 1]))
+
+
+def test_multi_head_errors_name_the_fix():
+    with pytest.raises(BenchError, match=r"^3hml has 3 heads, not heads=4; use --method 4hml "
+                                         r"or mhml --set heads=M$"):
+        create_method("3hml", {"heads": "4"})
+    with pytest.raises(BenchError, match=r"^unknown 4hml mh_loss 'nope'; choose from: paper, released$"):
+        create_method("4hml", {"mh_loss": "nope"})
+    with pytest.raises(BenchError, match=r"^unknown 4hml class_groups 'nope'; choose from: "):
+        create_method("4hml", {"class_groups": "nope"})
+    method = create_method("4hml")
+    method.check(4)  # as many heads as classes is allowed (each head one class)
+    with pytest.raises(BenchError, match=r"^4hml: 4 heads need at least 4 classes, the "
+                                         r"dataset has 3; use at most 3 heads$"):
+        method.check(3)
+    create_method("4hsl").check(3)  # single-loss heads need no class groups
