@@ -171,7 +171,7 @@ class MultiHeadSingleLoss(MultiHead):
     multi_loss = False
 
 
-def multi_head(name: str = "mhml", heads: int = 4, single_loss: bool = False) -> Method:
+def multi_head(name: str, heads: int, single_loss: bool = False) -> Method:
     cls = MultiHeadSingleLoss if single_loss else MultiHead
     return cls(name, MultiHeadParams(heads=heads))
 

@@ -283,3 +283,16 @@ def test_multi_head_errors_name_the_fix():
                                          r"dataset has 3; use at most 3 heads$"):
         method.check(3)
     create_method("4hsl").check(3)  # single-loss heads need no class groups
+
+
+def test_named_multi_head_methods_are_registered_and_show_their_groups():
+    from bench.methods import METHODS
+    from bench.methods.mhml import class_groups
+
+    for name, heads, single in (("2hsl", 2, True), ("2hml", 2, False), ("4hml", 4, False),
+                                ("mhml", 4, False)):
+        assert name in METHODS.names()  # listed by `bench list` and --method all
+        method = create_method(name)
+        assert (method.name, method.heads) == (name, heads)
+        groups = method.head_groups(10, 3)
+        assert groups == (None if single else class_groups(10, heads, 3))
