@@ -183,7 +183,7 @@ def run(args) -> int:
 
         rows = protocols(specs, experiments)
         print(protocol_json(rows) if args.json
-              else f"{dry_run_table(specs, experiments)}\n\n{protocol_table(rows)}")
+              else f"{dry_run_table(rows)}\n\n{protocol_table(rows)}")
         return 0
     outcomes = run_sweep(specs, args, progress=not args.no_progress)
     complete = {o["record"] for o in outcomes if o["status"] in ("done", "skipped")}

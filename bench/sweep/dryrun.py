@@ -26,23 +26,21 @@ def spec_status(spec, exp) -> tuple[str, str]:
     return run_status(spec)
 
 
-def dry_run_table(specs, experiments: dict, max_rows: int = ROWS) -> str:
-    """One row per run: where it stands, and the tally of what a real run would do."""
-    rows, counts = [], {}
-    for spec in specs:
-        status, detail = spec_status(spec, experiments[spec.chash])
-        counts[status] = counts.get(status, 0) + 1
-        if len(rows) < max_rows:
-            config = "?" if status == "no weights" else spec.chash
-            rows.append([spec.dataset, spec.backbone, spec.method, spec.seed, config,
-                         status, detail])
-    table = tabulate(rows, headers=["dataset", "backbone", "method", "seed", "config",
-                                    "status", "detail"], tablefmt="github")
-    if len(specs) > max_rows:
-        table += f"\n... {len(specs) - max_rows} more runs not listed (counts below)"
+def dry_run_table(rows: list[dict], max_rows: int = ROWS) -> str:
+    """One row per run (the `protocols` rows: each record is verified once):
+    where it stands, and the tally of what a real run would do."""
+    counts: dict = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    table = tabulate([[r["dataset"], r["backbone"], r["method"], r["seed"], r["config"] or "?",
+                       r["status"], r["detail"]] for r in rows[:max_rows]],
+                     headers=["dataset", "backbone", "method", "seed", "config", "status",
+                              "detail"], tablefmt="github")
+    if len(rows) > max_rows:
+        table += f"\n... {len(rows) - max_rows} more runs not listed (counts below)"
     todo = sum(counts.get(k, 0) for k in ("missing", "failed", "damaged"))
     tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-    return f"{table}\n{len(specs)} runs: {tally}; a real run would train {todo}"
+    return f"{table}\n{len(rows)} runs: {tally}; a real run would train {todo}"
 
 
 def run_protocol(spec, exp) -> dict:
@@ -54,11 +52,11 @@ def run_protocol(spec, exp) -> dict:
                         spec.load_options)
     cfg, params = exp.train, method.params_dict()
     groups = getattr(method, "head_groups", lambda k, s: None)(bundle.num_classes, spec.seed)
-    status = spec_status(spec, exp)[0]
+    status, detail = spec_status(spec, exp)
     return {
         "dataset": spec.dataset, "backbone": spec.backbone, "method": spec.method,
         "seed": spec.seed, "config": None if status == "no weights" else spec.chash,
-        "status": status,
+        "status": status, "detail": detail,
         "sizes": {"augment": cfg.augment_size, "train": cfg.image_size,
                   "val": cfg.image_size, "test": cfg.test_size},
         "backbone_impl": backbone_impl(spec.backbone, cfg.backbone_impl),
