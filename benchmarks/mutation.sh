@@ -20,8 +20,8 @@ declare -A MOD=(
   [config]="bench/core/config.py|tests/core/test_config_values.py tests/core/test_registry_config.py tests/core/test_config_hash.py"
   [derived]="bench/report/derived.py|tests/core/test_ts_ensemble_independent.py tests/report/test_derived.py"
   [mhml]="methods/mhml.py|tests/methods/test_mhml.py tests/methods/test_weight_groups.py"
-  [mixup]="methods/mixup.py|tests/methods/test_mixup_replay.py"
-  [losses]="methods/ls.py methods/mbls.py methods/dca.py methods/focal.py methods/sl1h.py|tests/methods/test_methods.py"
+  [mixup]="methods/mixup.py|tests/methods/test_mixup_replay.py tests/methods/test_method_bounds.py"
+  [losses]="methods/ls.py methods/mbls.py methods/dca.py methods/focal.py methods/sl1h.py|tests/methods/test_methods.py tests/methods/test_method_bounds.py"
   [aggregate]="bench/report/aggregate.py|tests/report/test_report.py tests/report/test_latex.py tests/report/test_frame.py tests/report/test_report_cost.py tests/report/test_derived.py tests/core/test_ts_ensemble_independent.py tests/cli/test_issue14.py"
 )
 ORDER=(ranks mixup config calibration derived metrics mhml losses aggregate)
@@ -37,9 +37,8 @@ for name in "${ORDER[@]}"; do
   # copy importable from PYTHONPATH ahead of the editable install
   ln -s ../methods "$work/bench/methods"; ln -s ../datasets "$work/bench/datasets"
   start=$(date +%s)
-  (cd "$work" && PYTHONPATH=$work "$PY" -m mutmut run --paths-to-mutate "${src// /,}" \
-      --runner "$PY -m pytest -x -q -p no:cacheprovider -p no:randomly $tests" \
-      --tests-dir tests --simple-output --no-progress >"$work/run.log" 2>&1) || true
+  # mutmut 2.5 can hang in a futex: the watchdog restarts it (pristine sources restored first)
+  PYTHON=$PY "$REPO/benchmarks/mutation_resume.sh" "$work" "${src// /,}" "$tests" || true
   secs=$(( $(date +%s) - start ))
   echo "== $name ($src): ${secs}s, work dir $work"
   # counts by status (ok_suspicious = killed, but slowly: a failing hypothesis test shrinks)

@@ -7,7 +7,7 @@ cd "$W" || exit 1
 # pristine sources: a killed mutmut leaves its mutant in place
 mkdir -p .pristine; for f in ${SRC//,/ }; do [ -f ".pristine/${f//\//_}" ] || cp "$f" ".pristine/${f//\//_}"; done
 restore() { for f in ${SRC//,/ }; do cp ".pristine/${f//\//_}" "$f"; done; }
-count() { python3 -c "
+count() { [ -f .mutmut-cache ] || { echo 0 1; return; }; python3 -c "
 import sqlite3; db=sqlite3.connect('.mutmut-cache'); print(db.execute(\"select count(*) from Mutant where status!='untested'\").fetchone()[0], db.execute(\"select count(*) from Mutant where status='untested'\").fetchone()[0])"; }
 while :; do
   read done left < <(count)

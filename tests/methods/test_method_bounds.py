@@ -1,0 +1,64 @@
+"""Every method hyper-parameter's allowed values, against the bounds written here.
+
+The table below is the expectation, written from the methods' definitions (not read
+from the code's KEYS): a weight, margin or exponent is any value >= 0 (0 turns the
+term off), a smoothing epsilon or a probability threshold is in [0, 1], a head count
+is a whole number >= 1. Each bound is probed just inside, on it and just outside,
+so a bound moved by one (ge(0) -> ge(1)) or opened fails here.
+"""
+import dataclasses
+
+import pytest
+
+from bench.core.errors import BenchError
+from bench.methods import METHODS, create_method
+
+AT_LEAST_0, UNIT = ("ge", 0.0), ("unit", None)
+BOUNDS = {
+    ("ls", "epsilon"): UNIT,
+    ("mbls", "margin"): AT_LEAST_0,
+    ("mbls", "alpha"): AT_LEAST_0,
+    ("mixup", "alpha"): AT_LEAST_0,
+    ("dca", "beta"): AT_LEAST_0,
+    ("focal", "gamma"): AT_LEAST_0,
+    ("flsd53", "gamma_low"): AT_LEAST_0,
+    ("flsd53", "gamma_high"): AT_LEAST_0,
+    ("flsd53", "threshold"): UNIT,
+}
+
+
+def float_fields(name):
+    params = create_method(name).params
+    return {f.name for f in dataclasses.fields(params) if isinstance(getattr(params, f.name), float)}
+
+
+def test_the_table_covers_every_float_hyper_parameter():
+    listed = {(n, k) for n in METHODS.names() for k in float_fields(n)}
+    assert listed == set(BOUNDS)
+
+
+@pytest.mark.parametrize("name", sorted({n for n, _ in BOUNDS}))
+def test_keys_name_exactly_the_parameter_fields(name):
+    params = create_method(name).params
+    assert set(params.KEYS) == {f.name for f in dataclasses.fields(params)}
+
+
+def accepted(name, key, value):
+    try:
+        method = create_method(name, {key: repr(value)})
+    except BenchError as err:
+        assert repr(value) in str(err) and "\n" not in str(err)
+        return False
+    assert getattr(method.params, key) == pytest.approx(value)  # the override landed
+    return True
+
+
+@pytest.mark.parametrize("name, key", sorted(BOUNDS))
+def test_each_bound_probed_inside_on_and_outside(name, key):
+    kind, _ = BOUNDS[(name, key)]
+    if kind == "ge":
+        inside, outside = [0.0, 0.5, 0.999, 1.0, 7.5], [-0.5, -1e-9, -3.0]
+    else:
+        inside, outside = [0.0, 1e-6, 0.5, 0.999, 1.0], [-0.01, 1.0001, 1.5]
+    assert [accepted(name, key, v) for v in inside] == [True] * len(inside)
+    assert [accepted(name, key, v) for v in outside] == [False] * len(outside)
