@@ -20,7 +20,7 @@ declare -A MOD=(
   [config]="bench/core/config.py|tests/core/test_config_values.py tests/core/test_registry_config.py tests/core/test_config_hash.py"
   [derived]="bench/report/derived.py|tests/core/test_ts_ensemble_independent.py tests/report/test_derived.py"
   [mhml]="methods/mhml.py|tests/methods/test_mhml.py tests/methods/test_weight_groups.py"
-  [mixup]="methods/mixup.py|tests/methods/test_mixup_replay.py tests/methods/test_method_bounds.py"
+  [mixup]="methods/mixup.py|tests/methods/test_mixup_replay.py tests/methods/test_method_bounds.py tests/methods/test_methods.py"
   [losses]="methods/ls.py methods/mbls.py methods/dca.py methods/focal.py methods/sl1h.py|tests/methods/test_methods.py tests/methods/test_method_bounds.py"
   [aggregate]="bench/report/aggregate.py|tests/report/test_report.py tests/report/test_latex.py tests/report/test_frame.py tests/report/test_report_cost.py tests/report/test_derived.py tests/core/test_ts_ensemble_independent.py tests/cli/test_issue14.py"
 )

@@ -164,6 +164,16 @@ def test_flsd53_picks_gamma_per_sample_and_gradient():
     np.testing.assert_allclose(grad_of(m, z, y), focal_closed_form(p, yy, gamma), atol=1e-12)
 
 
+def test_flsd53_threshold_itself_takes_the_high_gamma():
+    """Mukhoti et al. 2020: gamma 5 for p_y in [0, 0.2), 3 from 0.2 on. Five equal logits
+    give p_y = 1/5, the same double as the threshold 0.2."""
+    z = torch.zeros(3, 5, dtype=torch.float64)
+    z[1, 0], z[2, 0] = -1e-9, 1e-9  # p_y just under / just over 0.2 for class 0
+    y = torch.zeros(3, dtype=torch.long)
+    assert float(F.softmax(z, dim=1)[0, 0]) == 0.2
+    assert create_method("flsd53").gammas(z, y).tolist() == [3.0, 5.0, 3.0]
+
+
 @pytest.mark.parametrize("name, key, value", [
     ("ls", "epsilon", "1.5"), ("mixup", "alpha", "-1"), ("mbls", "margin", "-2"),
     ("dca", "beta", "-1"), ("focal", "gamma", "-1"), ("mhml", "mh_loss", "bogus"),

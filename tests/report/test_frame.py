@@ -200,3 +200,50 @@ def test_failure_reason_from_any_of_its_keys(tmp_path, key):
     (d / "seed3.failed.json").write_text(json.dumps({key: "boom\nsecond line"}))
     (row,) = aggregate.find_failures(tmp_path)
     assert (row["reason"], row["seed"], row["method"]) == ("boom", "3", "sl1h")
+
+
+@pytest.mark.parametrize("record, reason", [
+    ({"error": "x" * 300}, "x" * 200),  # one line, cut at 200 characters
+    ({"status": "failed"}, "status failed"),  # no reason key: the status is the reason
+    ({"last_step": 7}, "status unknown"),  # not even a status
+    ({"reason": "", "status": "running"}, "status running"),  # an empty reason is none
+])
+def test_failure_reason_without_a_reason_text(tmp_path, record, reason):
+    from bench.report import aggregate
+
+    d = tmp_path / "toy" / "resnet50" / "sl1h" / "abc123"
+    d.mkdir(parents=True)
+    (d / "seed0.failed.json").write_text(json.dumps(record))
+    (row,) = aggregate.find_failures(tmp_path)
+    assert row["reason"] == reason
+
+
+def test_find_failures_lists_what_is_not_done_and_skips_records_being_written(tmp_path):
+    """The sweep's layout (<hash>/_sweep/seed<k>.failed.json, <hash>/seed<k>/metrics.json),
+    written here by hand: finished runs are not failures, unfinished ones are, a
+    directory starting with "." (a record mid-write) is skipped without stopping the
+    scan, a file that cannot be parsed is a failure named as unreadable."""
+    from bench.report import aggregate
+
+    run = tmp_path / "toy" / "resnet50" / "sl1h"
+
+    def put(rel, obj):
+        path = run / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+
+    put("h1/seed0/metrics.json", {"status": store.DONE})
+    put("h1/seed1/metrics.json", {"status": "running"})
+    put("h1/.seed2.tmp/metrics.json", {"status": "running"})  # sorted before the rest
+    put(".h0/_sweep/seed3.failed.json", {"reason": "mid-write"})
+    put("h2/_sweep/seed4.failed.json", {"reason": "nan loss", "last_step": 12})
+    put("h2/_sweep/seed5.failed.json", '{"reason": "trunc')
+    put("h3/seed6/failed.json", {"error": "legacy layout"})  # a failure inside the seed dir
+    rows = {r["seed"]: r for r in aggregate.find_failures(tmp_path)}
+    assert sorted(rows) == ["1", "4", "5", "6"]
+    assert rows["1"]["reason"] == "status running" and rows["1"]["config_hash"] == "h1"
+    assert (rows["4"]["reason"], rows["4"]["last_step"], rows["4"]["config_hash"]) == ("nan loss", 12, "h2")
+    assert rows["5"]["reason"].startswith("unreadable seed5.failed.json: ")
+    assert rows["6"]["reason"] == "legacy layout"
+    assert {(r["dataset"], r["backbone"], r["method"]) for r in rows.values()} == {
+        ("toy", "resnet50", "sl1h")}
