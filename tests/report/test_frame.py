@@ -11,6 +11,7 @@ from report_records import COST, KNOWN, write_known
 import bench.results
 from bench.cli.main import main
 from bench.core import store
+from bench.core.errors import BenchError
 from bench.report.frame import damaged
 
 
@@ -247,3 +248,143 @@ def test_find_failures_lists_what_is_not_done_and_skips_records_being_written(tm
     assert rows["6"]["reason"] == "legacy layout"
     assert {(r["dataset"], r["backbone"], r["method"]) for r in rows.values()} == {
         ("toy", "resnet50", "sl1h")}
+
+
+def test_failure_rows_prefer_the_record_own_fields_to_its_path(tmp_path):
+    """A record's own seed / config_hash / method / last step win over what its path
+    says; where it has none the path fills them, and a missing step stays empty."""
+    from bench.report import aggregate
+
+    files = {
+        "toy/resnet50/sl1h/h1/seed1/metrics.json":
+            {"status": "failed", "seed": 11, "config_hash": "full-h1", "method": "ls", "step": 30},
+        "toy/resnet50/sl1h/h2/_sweep/seed2.failed.json": {"reason": "x"},
+        "toy/resnet50/sl1h/seed3.failed.json": {"reason": "y", "last_step": 5, "step": 9},
+    }
+    for rel, obj in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(json.dumps(obj))
+    rows = sorted(aggregate.find_failures(tmp_path), key=lambda r: str(r["seed"]))
+    got = [(r["seed"], r["config_hash"], r["method"], r["last_step"]) for r in rows]
+    assert got == [(11, "full-h1", "ls", 30), ("2", "h2", "sl1h", ""), ("3", "", "sl1h", 5)]
+
+
+def test_config_notes_name_the_rule_and_every_ignored_config(known):
+    """The note says how the config was chosen (the rule's name only when the rule
+    alone chose) and lists every config it ignored."""
+    import os
+
+    from bench.report import aggregate
+
+    _second_config(known)  # resnet50/sl1h: abc123 (3 seeds), zzz999 (1 seed), yyy777 (2 seeds)
+    _second_config(known, "yyy777", seeds=(0, 1))
+    for rec in (known / "toy" / "resnet50" / "sl1h" / "zzz999").glob("seed*"):
+        os.utime(rec / "metrics.json", (4e9, 4e9))  # zzz999 is the newest record
+    runs = aggregate.load_runs(known)
+    cell = "toy/resnet50/sl1h: using config"
+    _, notes = aggregate.select_configs(runs, "latest")
+    assert notes == [f"{cell} zzz999 (1 seeds, chosen by --config latest), "
+                     "ignoring abc123 (3 seeds), yyy777 (2 seeds)"]
+    _, notes = aggregate.select_configs(runs, "most-seeds")
+    assert notes == [f"{cell} abc123 (3 seeds, chosen by --config most-seeds), "
+                     "ignoring yyy777 (2 seeds), zzz999 (1 seeds)"]
+    for choice in ("sl1h=yyy,latest", "latest,sl1h=yyy"):  # the prefix chose, in any order
+        _, notes = aggregate.select_configs(runs, choice)
+        assert notes == [f"{cell} yyy777 (2 seeds, chosen by --config), "
+                         "ignoring abc123 (3 seeds), zzz999 (1 seeds)"]
+    with pytest.raises(BenchError) as err:
+        aggregate.select_configs(runs, "nope")
+    assert str(err.value) == ("--config nope: matches no record; configs present: abc123, "
+                              "yyy777, zzz999; or a rule: latest, most-seeds")
+
+
+RUNS_COLUMNS = ["dataset", "backbone", "method", "config_hash", "seed", "heads", "acc", "ece",
+                "nll", "brier", "auc", "gap", "n_params", "train_seconds",
+                "train_images_per_s", "infer_ms_per_image", "path"]  # docs/reports.md's runs.csv row
+FAILURE_HEADER = ["dataset", "backbone", "method", "seed", "reason", "last_step", "path",
+                  "config_hash"]
+
+
+def test_csv_files_have_the_documented_columns_and_values(known, tmp_path):
+    """Headers exactly as docs/reports.md lists them (no index column), every identity
+    cell filled, and the writers create the folders they write into."""
+    from bench.report import aggregate
+
+    runs = aggregate.load_runs(known)
+    path = aggregate.write_runs_csv(runs, tmp_path / "a" / "b" / "runs.csv")
+    raw = path.read_bytes()  # csv.writer's \r\n line ends, as before pandas wrote them
+    assert raw.count(b"\r\n") == len(runs) + 1 == raw.count(b"\n")
+    with open(path) as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == RUNS_COLUMNS and len(rows) == len(runs) + 1
+    got = {tuple(r[:5]) + (r[-1],) for r in rows[1:]}
+    assert got == {(r.dataset, r.backbone, r.method, r.chash, str(r.seed), str(r.path))
+                   for r in runs}
+    groups, _ = aggregate.build_groups(runs, with_ts=False)
+    expected = aggregate.expected_seeds(runs)
+    path = aggregate.write_groups_csv(groups, expected, tmp_path / "c" / "d" / "g.csv")
+    table = _csv(path)
+    metrics, costs = RUNS_COLUMNS[6:12], RUNS_COLUMNS[12:16]
+    assert list(table[0]) == ["dataset", "backbone", "row", "method", "config_hash", "n", "N",
+                              "seeds", *[f"{m}_{s}" for m in metrics for s in ("mean", "std")],
+                              *costs, "variant"]
+    assert list(aggregate.groups_frame({}, {}).columns) == list(table[0])  # header even if empty
+    assert list(aggregate.runs_frame([]).columns) == RUNS_COLUMNS
+    cell = next(r for r in table if (r["backbone"], r["row"]) == ("resnet50", "sl1h"))
+    assert (cell["dataset"], cell["method"], cell["config_hash"], cell["seeds"]) == (
+        "toy", "sl1h", "abc123", "0 1 2")
+    failures = [{"dataset": "toy", "backbone": "resnet50", "method": "ls", "seed": 3,
+                 "reason": "boom", "path": "p", "config_hash": "h"}]
+    path = aggregate.write_failures_csv(failures, tmp_path / "e" / "f" / "failed.csv")
+    with open(path) as fh:
+        assert list(csv.reader(fh)) == [FAILURE_HEADER,
+                                        ["toy", "resnet50", "ls", "3", "boom", "", "p", "h"]]
+
+
+def test_ambiguous_configs_error_names_only_the_settings_that_differ(known):
+    from bench.report import aggregate
+
+    _second_config(known)
+    _second_config(known, "yyy777", seeds=(0, 1))
+    cell = known / "toy" / "resnet50" / "sl1h"
+    trains = {"abc123": {"batch_size": 8, "epochs_per_cycle": 3, "lr": 0.1},
+              "zzz999": {"batch_size": 8, "epochs_per_cycle": 1, "lr": 0.1},
+              "yyy777": {"batch_size": 8, "epochs_per_cycle": 1, "lr": 0.2}}
+    for hash_, train in trains.items():
+        for record in (cell / hash_).glob("seed*"):
+            cfg = store.read_json(record / "config.json")
+            (record / "config.json").write_text(json.dumps({**cfg, "train": train}))
+            _reseal(record)
+    with pytest.raises(BenchError) as err:
+        aggregate.select_configs(aggregate.load_runs(known, backbones=["resnet50"],
+                                                     methods=["sl1h"]))
+    assert str(err.value) == (
+        "toy/resnet50/sl1h has records of 3 configs: abc123 (3 seeds; epochs_per_cycle=3, "
+        "lr=0.1); yyy777 (2 seeds; epochs_per_cycle=1, lr=0.2); zzz999 (1 seeds; "
+        "epochs_per_cycle=1, lr=0.1); choose with --config METHOD=PREFIX[,...], --config "
+        "latest|most-seeds, or --method/--backbone")
+
+
+def test_build_groups_advances_the_progress_bar_once_per_cell(known):
+    from bench.report import aggregate
+
+    class Count:
+        n = 0
+
+        def update(self, k):
+            self.n += k
+
+    runs = aggregate.load_runs(known)
+    count = Count()
+    aggregate.build_groups(runs, with_ts=False, progress=count)
+    assert count.n == len({(r.dataset, r.backbone, r.method) for r in runs}) > 1
+
+
+def test_a_cell_of_one_run_is_a_group_of_one(known):
+    from bench.report import aggregate
+
+    run = aggregate.load_runs(known)[0]
+    groups, _ = aggregate.build_groups([run], with_ts=False)
+    (key, group), = groups.items()
+    assert key == (run.dataset, run.backbone, run.method) and group.seeds == (run.seed,)
+    assert group.mean("acc") == run.metrics["acc"] and group.std("acc") == 0.0

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The five deliberate breakages of issue 15, each applied to a throw-away copy of the
+# working tree, with the tests that must catch it (not part of CI: 45 s on 2 cores).
+#
+#   benchmarks/breakages.sh        # prints, per breakage, the failing tests; "NOT CAUGHT" if none
+set -u
+cd "$(dirname "$0")/.."
+REPO=$PWD; PY=${PYTHON:-$REPO/.venv/bin/python}; missed=0
+run() {  # name, file, old text, new text, tests...
+  local name=$1 file=$2 old=$3 new=$4; shift 4
+  local w; w=$(mktemp -d "${TMPDIR:-/tmp}/breakage.XXXX")
+  (cd "$REPO" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$w")
+  ln -s ../methods "$w/bench/methods"; ln -s ../datasets "$w/bench/datasets"
+  OLD=$old NEW=$new F=$w/$file "$PY" -c "
+import os; p, o = os.environ['F'], os.environ['OLD']; s = open(p).read()
+assert s.count(o) == 1, 'breakage no longer applies: ' + o
+open(p, 'w').write(s.replace(o, os.environ['NEW']))" || { missed=1; rm -rf "$w"; return; }
+  echo "== $name"
+  local out; out=$(cd "$w" && PYTHONPATH=$w "$PY" -m pytest -q -p no:cacheprovider "$@" 2>&1)
+  echo "$out" | grep -E "^FAILED" | sed 's/ - .*//; s/^/   /'
+  echo "$out" | grep -qE "^FAILED" || { echo "   NOT CAUGHT"; missed=1; }
+  rm -rf "$w"
+}
+run "MultiHead.setup ignores the seed" methods/mhml.py \
+  "class_weights(num_classes, self.heads, seed, self.multi_loss" \
+  "class_weights(num_classes, self.heads, 0, self.multi_loss" \
+  tests/methods/test_weight_groups.py tests/methods/test_mhml.py
+run "Mixup.batch returns the batch unmixed" methods/mixup.py \
+  "return lam * x + (1 - lam) * x[perm], (y, y[perm], lam)" "return x, (y, y, 1.0)" \
+  tests/methods/test_mixup_replay.py tests/methods/test_methods.py
+run "temperature scaling fitted on test" bench/report/derived.py \
+  't = fit_temperature(p["val_logits"], p["val_labels"])' \
+  't = fit_temperature(p["test_logits"], p["test_labels"])' \
+  tests/core/test_ts_ensemble_independent.py tests/core/test_calibration.py
+run "deep ensemble averages logits" bench/core/calibration.py \
+  "return np.mean([head_probs(lg) for lg in logits_list], axis=0)" \
+  "return head_probs(np.mean(logits_list, axis=0))" \
+  tests/core/test_ts_ensemble_independent.py tests/core/test_calibration.py
+run "optimiser fields left out of the hash" bench/core/config.py \
+  'NON_RESULT_FIELDS = frozenset({"eval_batch_size",' \
+  'NON_RESULT_FIELDS = frozenset({"momentum", "weight_decay", "augment", "eta_min", "eval_batch_size",' \
+  tests/core/test_config_hash.py tests/core/test_registry_config.py
+exit $missed
