@@ -42,8 +42,9 @@ def test_other_profiles_differ_from_paper_only_where_they_say():
     assert _diff(C.PROFILES["demo"]) == {"cycles": 3, "epochs_per_cycle": 30, "lr": 0.1,
                                          "momentum": 0.9, "augment": False}
     assert C.get_profile("quick") is C.PROFILES["quick"]
-    with pytest.raises(BenchError, match="profile.*nope"):
+    with pytest.raises(BenchError) as err:
         C.get_profile("nope")
+    assert str(err.value) == "unknown profile 'nope'; choose from: paper, paper-text, quick, demo"
 
 
 def test_configs_and_ranges_are_frozen():
@@ -122,8 +123,10 @@ def test_choices_are_the_protocols_values():
     for rate in (-1.0, 0.0, 0.5):
         C.check_choices(dataclasses.replace(base, drop_path=rate))
     for rate in (-0.5, 1.0):
-        with pytest.raises(BenchError, match=rf"drop_path={rate}: expected -1"):
+        with pytest.raises(BenchError) as err:
             C.check_choices(dataclasses.replace(base, drop_path=rate))
+        assert str(err.value) == (f"drop_path={rate}: expected -1 (the implementation's "
+                                  "default) or a rate in [0, 1)")
 
 
 def test_parse_set_splits_on_the_first_equals_and_strips():
