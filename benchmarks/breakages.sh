@@ -8,9 +8,7 @@ cd "$(dirname "$0")/.."
 REPO=$PWD; PY=${PYTHON:-$REPO/.venv/bin/python}; missed=0
 run() {  # name, file, old text, new text, tests...
   local name=$1 file=$2 old=$3 new=$4; shift 4
-  local w; w=$(mktemp -d "${TMPDIR:-/tmp}/breakage.XXXX")
-  (cd "$REPO" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$w")
-  ln -s ../methods "$w/bench/methods"; ln -s ../datasets "$w/bench/datasets"
+  local w; w=$("$REPO/benchmarks/tree_copy.sh" breakage)
   OLD=$old NEW=$new F=$w/$file "$PY" -c "
 import os; p, o = os.environ['F'], os.environ['OLD']; s = open(p).read()
 assert s.count(o) == 1, 'breakage no longer applies: ' + o

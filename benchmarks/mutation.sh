@@ -30,12 +30,7 @@ ORDER=(ranks mixup config calibration derived metrics mhml losses aggregate)
 for name in "${ORDER[@]}"; do
   spec=${MOD[$name]:?unknown module $name (choose from: ${!MOD[*]})}
   src=${spec%%|*}; tests=${spec#*|}
-  work=$(mktemp -d "${TMPDIR:-/tmp}/mutation-$name.XXXX")
-  # the tracked and untracked (not ignored) files, without the venv or results
-  git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$work"
-  # bench.methods / bench.datasets are a package-dir mapping: symlinks make the
-  # copy importable from PYTHONPATH ahead of the editable install
-  ln -s ../methods "$work/bench/methods"; ln -s ../datasets "$work/bench/datasets"
+  work=$("$REPO/benchmarks/tree_copy.sh" "mutation-$name")
   start=$(date +%s)
   # mutmut 2.5 can hang in a futex: the watchdog restarts it (pristine sources restored first)
   PYTHON=$PY "$REPO/benchmarks/mutation_resume.sh" "$work" "${src// /,}" "$tests" || true

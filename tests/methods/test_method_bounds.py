@@ -29,7 +29,8 @@ BOUNDS = {
 
 def float_fields(name):
     params = create_method(name).params
-    return {f.name for f in dataclasses.fields(params) if isinstance(getattr(params, f.name), float)}
+    return {f.name for f in dataclasses.fields(params)
+            if isinstance(getattr(params, f.name), float)}
 
 
 def test_the_table_covers_every_float_hyper_parameter():

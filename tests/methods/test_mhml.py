@@ -273,7 +273,8 @@ def test_multi_head_errors_name_the_fix():
     with pytest.raises(BenchError, match=r"^3hml has 3 heads, not heads=4; use --method 4hml "
                                          r"or mhml --set heads=M$"):
         create_method("3hml", {"heads": "4"})
-    with pytest.raises(BenchError, match=r"^unknown 4hml mh_loss 'nope'; choose from: paper, released$"):
+    with pytest.raises(BenchError,
+                       match=r"^unknown 4hml mh_loss 'nope'; choose from: paper, released$"):
         create_method("4hml", {"mh_loss": "nope"})
     with pytest.raises(BenchError, match=r"^unknown 4hml class_groups 'nope'; choose from: "):
         create_method("4hml", {"class_groups": "nope"})

@@ -243,7 +243,8 @@ def test_find_failures_lists_what_is_not_done_and_skips_records_being_written(tm
     rows = {r["seed"]: r for r in aggregate.find_failures(tmp_path)}
     assert sorted(rows) == ["1", "4", "5", "6"]
     assert rows["1"]["reason"] == "status running" and rows["1"]["config_hash"] == "h1"
-    assert (rows["4"]["reason"], rows["4"]["last_step"], rows["4"]["config_hash"]) == ("nan loss", 12, "h2")
+    four = rows["4"]
+    assert (four["reason"], four["last_step"], four["config_hash"]) == ("nan loss", 12, "h2")
     assert rows["5"]["reason"].startswith("unreadable seed5.failed.json: ")
     assert rows["6"]["reason"] == "legacy layout"
     assert {(r["dataset"], r["backbone"], r["method"]) for r in rows.values()} == {
@@ -298,9 +299,10 @@ def test_config_notes_name_the_rule_and_every_ignored_config(known):
                               "yyy777, zzz999; or a rule: latest, most-seeds")
 
 
+# docs/reports.md's runs.csv row
 RUNS_COLUMNS = ["dataset", "backbone", "method", "config_hash", "seed", "heads", "acc", "ece",
                 "nll", "brier", "auc", "gap", "n_params", "train_seconds",
-                "train_images_per_s", "infer_ms_per_image", "path"]  # docs/reports.md's runs.csv row
+                "train_images_per_s", "infer_ms_per_image", "path"]
 FAILURE_HEADER = ["dataset", "backbone", "method", "seed", "reason", "last_step", "path",
                   "config_hash"]
 
