@@ -233,7 +233,7 @@ def reliability_panels(runs, seed=None, sections=None) -> list[tuple]:
 
 def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
                      sections=None) -> list[Path]:
-    from bench.report import plots  # matplotlib: imported only when figures are drawn (bench CLI start-up)
+    from bench.report import calplots, plots  # matplotlib: only when figures are drawn (CLI start-up)
 
     cells: dict = {}
     for r in runs:
@@ -243,10 +243,32 @@ def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
         seeds = [None] + (sorted({r.seed for r in rs}) if per_seed else [])
         for seed in seeds:
             what = "pooled over seeds" if seed is None else f"seed {seed}"
-            fig = plots.reliability_figure(reliability_panels(rs, seed, sections),
-                                           f"{dataset_name(ds)} / {backbone_name(bb)} ({what})")
-            stem = f"reliability_{ds}_{bb}" + ("" if seed is None else f"_seed{seed}")
-            written += plots.save(fig, out / "figures" / stem)
+            panels = reliability_panels(rs, seed, sections)
+            name = f"{dataset_name(ds)} / {backbone_name(bb)} ({what})"
+            stem = f"{ds}_{bb}" + ("" if seed is None else f"_seed{seed}")
+            written += plots.save(plots.reliability_figure(panels, name),
+                                  out / "figures" / f"reliability_{stem}")
+            written += plots.save(calplots.smooth_reliability_figure(panels, f"{name}, smoothed"),
+                                  out / "figures" / f"smooth_reliability_{stem}")
+    return written
+
+
+def make_bin_sensitivity(groups: dict, out: Path, sections=None) -> list[Path]:
+    """ECE against the number of bins, per dataset and backbone, one line per
+    table row of the main table (trained rows and D-Ens)."""
+    from bench.report import calplots, plots
+
+    cells: dict = {}
+    for (ds, bb, key), g in groups.items():
+        if g.variant in ("seeds", "dens"):
+            cells.setdefault((ds, bb), {})[g.row_method] = g
+    written = []
+    for (ds, bb), rows in sorted(cells.items()):
+        order = [m for sec in ordered_methods(set(rows), sections) for m in sec]
+        data = calplots.bin_sensitivity([(method_name(m), rows[m]) for m in order])
+        fig = calplots.bin_sensitivity_figure(
+            data, f"{dataset_name(ds)} / {backbone_name(bb)}: ECE against bin count")
+        written += plots.save(fig, out / "figures" / f"ece_bins_{ds}_{bb}")
     return written
 
 
@@ -321,6 +343,7 @@ def report(args) -> int:
     if not args.no_plots:
         figures += make_reliability(runs, out, args.per_seed, not args.no_progress,
                                     parse_sections(args.order))
+        figures += make_bin_sensitivity(groups, out, parse_sections(args.order))
         cd_files, f_rows, f_notes = make_friedman(tables, out, args.alpha)
         figures += cd_files
         notes += f_notes
