@@ -197,3 +197,26 @@ def test_results_load_has_every_measure(records):
     assert row.test_ece15 == pytest.approx(float(tm(torch.from_numpy(probs.astype(np.float32)),
                                                     torch.from_numpy(labels))), abs=1e-6)
     assert "test_aece" not in bench.results.load(records, measures=False)
+
+
+def test_records_without_checksums_get_every_measure_and_interval(records, tmp_path):
+    """Records written before checksums (and before these measures) existed:
+    the report still computes every measure and interval, keyed on the file."""
+    import json
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(records, old)
+    for m in old.glob("toy/*/*/*/seed*/metrics.json"):
+        obj = json.loads(m.read_text())
+        obj.pop("files", None)
+        m.write_text(json.dumps(obj))
+    out = tmp_path / "out"
+    assert main(["report", "--results", str(old), "--out", str(out), "--no-plots",
+                 "--no-progress", "--metrics", ALL, "--ci"]) == 0
+    rows = _csv(out / "runs.csv")
+    assert all(r[m] != "" for r in rows for m in (*measures.EXTRA, "ece_boot_lo"))
+    assert measures.record_key(Path(rows[0]["path"])).split(":")[1] == ""  # no checksum
+    groups = _csv(out / "groups.csv")
+    assert all(g["acc_ci_lo"] != "" for g in groups if g["variant"] in ("seeds", "dens")
+               and int(g["n"]) > 1 or g["variant"] == "dens")
