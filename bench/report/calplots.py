@@ -23,6 +23,10 @@ def smooth_data(probs: np.ndarray, labels: np.ndarray) -> dict:
 
     conf = np.clip(np.asarray(probs).max(axis=1).astype(np.float64), 0.0, 1.0)
     right = (np.asarray(probs).argmax(axis=1) == labels).astype(np.float64)
+    if len(conf) < 2:  # relplot's density estimate needs two samples: an empty panel
+        mesh = np.linspace(0, 1, 200)
+        return {"mesh": mesh, "mu": np.full(200, np.nan), "density": np.zeros(200),
+                "smece": float("nan"), "gap": float(conf.mean() - right.mean())}
     d = relplot.prepare_rel_diagram(conf, right, plot_confidence_band=False)
     # where (almost) no sample lies the smoothed curve is extrapolation: not drawn
     mu = np.where(d["density"] >= SPARSE * d["density"].max(), d["mu"], np.nan)

@@ -71,3 +71,9 @@ def test_bin_sensitivity_is_the_mean_and_population_std_over_seeds():
     fig = calplots.bin_sensitivity_figure(data, "t")
     (line,) = fig.axes[0].lines[:1]
     assert list(line.get_ydata()) == pytest.approx([20, 20, 20, 50, 60])
+
+
+def test_a_one_sample_panel_is_drawn_empty_not_an_error():
+    d = calplots.smooth_data(np.array([[0.7, 0.3]]), np.array([0]))
+    assert np.isnan(d["mu"]).all() and d["gap"] == pytest.approx(-0.3)
+    calplots.smooth_reliability_figure([("one", np.array([[0.7, 0.3]]), np.array([0]))], "t")
