@@ -132,7 +132,8 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
         out.append("Params in millions; Train: seconds and images/s of training per run; "
                    "Infer: ms per test image; D-Ens: sums over its members (images/s: "
                    "their mean).")
-    out += [tex_escape(n) for n in (rank_note(table), ci_note(table)) if n]
+    # {} first: after the \\ joining the notes, a "[" would be read as its spacing argument
+    out += ["{}" + tex_escape(n) for n in (rank_note(table), ci_note(table)) if n]
     return out
 
 

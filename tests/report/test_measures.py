@@ -220,3 +220,18 @@ def test_records_without_checksums_get_every_measure_and_interval(records, tmp_p
     groups = _csv(out / "groups.csv")
     assert all(g["acc_ci_lo"] != "" for g in groups if g["variant"] in ("seeds", "dens")
                and int(g["n"]) > 1 or g["variant"] == "dens")
+
+
+def test_metrics_and_ci_tables_compile_with_pdflatex(full, tmp_path):
+    """The --metrics/--ci tables and their notes (one starts with "[") compile."""
+    import shutil
+    import subprocess
+
+    assert shutil.which("pdflatex"), "pdflatex missing: ./setup.sh installs it"
+    work = tmp_path / "tex"
+    shutil.copytree(full / "tables", work)
+    assert "[lo, hi]" in (work / "toy_std.tex").read_text()
+    res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                          "all_tables.tex"], cwd=work, capture_output=True, text=True, timeout=120)
+    errors = [ln for ln in res.stdout.splitlines() if ln.startswith("!")]
+    assert res.returncode == 0 and not errors, errors or res.stdout[-2000:]
