@@ -165,7 +165,9 @@ def _check_sum(path: Path, expected) -> str | None:
 
 
 def _verify_by_reading(path: Path) -> str | None:
-    for name, read in (("config.json", read_json), ("predictions.npz", load_predictions)):
+    # load_predictions takes the record folder, not the file
+    readers = (("config.json", read_json), ("predictions.npz", lambda f: load_predictions(f.parent)))
+    for name, read in readers:
         if not (path / name).is_file():
             return f"{name}: missing"
         try:

@@ -141,6 +141,11 @@ def test_point1_record_stores_checksums_of_its_files(tmp_path):
 
 
 @pytest.mark.parametrize("files", [True, False], ids=["checksummed", "legacy"])
+def test_point1_intact_record_verifies_with_or_without_checksums(tmp_path, files):
+    assert store.verify(_record(tmp_path, files)) is None
+
+
+@pytest.mark.parametrize("files", [True, False], ids=["checksummed", "legacy"])
 def test_point1_verify_names_the_damage(tmp_path, files):
     path = _record(tmp_path, files)
     npz = path / "predictions.npz"
