@@ -15,7 +15,8 @@ from bench.datasets import DATASETS
 from bench.methods import METHODS
 from bench.train.backbones import BACKBONES
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mhml-confpen"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "mhml-confpen"
 REGISTRIES = (METHODS, DATASETS, BACKBONES)
 
 
@@ -52,7 +53,19 @@ def clean_plugins(monkeypatch):
     plugins._LOADED.clear()
     plugins._LOADED.update(loaded)
     for name in set(sys.modules) - modules:
-        del sys.modules[name]
+        if _plugin_module(sys.modules[name]):
+            del sys.modules[name]
+
+
+def _plugin_module(module) -> bool:
+    """A module a test laid down (not torch's or any installed library's lazy
+    imports: those cannot be imported twice)."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return False
+    path = Path(file).resolve()
+    return not any(path.is_relative_to(Path(root).resolve())
+                   for root in (sys.prefix, sys.base_prefix, ROOT))
 
 
 @pytest.fixture

@@ -52,7 +52,12 @@ class Experiment:
         """role -> {modules, sha256} of each plugin part: what the hash sees
         (not the route it was loaded by, so --plugin and an entry point agree)."""
         return {role: {"modules": ident["modules"], "sha256": ident["sha256"]}
-                for role, ident in self.code if ident["origin"] != BUILTIN}
+                for role, ident in self.code_dict().items() if ident["origin"] != BUILTIN}
+
+    def code_dict(self) -> dict:
+        """role -> identity as plain JSON (what config.json's "code" holds)."""
+        return {role: {k: list(v) if isinstance(v, tuple) else v for k, v in ident}
+                for role, ident in self.code}
 
     @property
     def chash(self) -> str:
@@ -83,8 +88,14 @@ def code_identities(method, dataset: str, backbone: str) -> tuple:
 
     parts = (("method", METHODS, method.name, (type(method),)),
              ("dataset", DATASETS, dataset, ()), ("backbone", BACKBONES, backbone, ()))
-    return tuple((role, reg.code_identity(name, *more)) for role, reg, name, more in parts
-                 if name in reg)
+    return tuple((role, _frozen(reg.code_identity(name, *more)))
+                 for role, reg, name, more in parts if name in reg)
+
+
+def _frozen(identity: dict) -> tuple:
+    """Hashable (the Experiment is a dict key of the summary table)."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                        for k, v in identity.items()))
 
 
 def used_sizes(bundle) -> dict:
@@ -110,7 +121,7 @@ def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: i
     config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
               "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
               "backbone_weights": weights_label, **backbone_fields(exp), **extra,
-              "code": dict(exp.code),
+              "code": exp.code_dict(),
               "provenance": provenance(device)}
     store.write_record(path, config, record_metrics(result, bundle, n_params), {
         "val_logits": result.val_logits, "val_labels": bundle.val.labels,
