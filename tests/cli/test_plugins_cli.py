@@ -64,6 +64,16 @@ def test_plugin_method_trains_on_the_pool_is_reported_and_edits_are_never_reused
     method.write_text(method.read_text().replace("- self.params.beta", "+ self.params.beta"))
     assert dry_run(results, *argv) == {"sl1h": "done", "confpen": "missing"}
 
+    # retrained under a new hash; the old record stays, and the report will
+    # not pick between the two silently: the digests tell them apart
+    assert main(["run", *argv, "--results", str(results)]) == 0
+    assert "1 trained, 1 already done, 0 failed" in capsys.readouterr().out
+    assert len(list(results.glob("digits/smallcnn/confpen/*/seed0"))) == 2
+    assert main(["report", "--results", str(results), "--out", str(out), "--no-plots",
+                 "--no-progress"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "has records of 2 configs" in line and line.count("method_sha256=") == 2
+
 
 def test_plugin_dataset_and_backbone_train_through_bench_run(confpen_site, tmp_path, capsys):
     results = tmp_path / "results"
