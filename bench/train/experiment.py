@@ -166,4 +166,6 @@ def record_metrics(result, bundle, n_params: int) -> dict:
         "steps": result.steps,
         "infer_ms_per_image": result.infer_ms_per_image,
         "n_params": n_params,
+        # per epoch: mean training loss, lr; per cycle: validation metrics
+        "history": result.history,
     }

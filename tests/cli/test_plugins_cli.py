@@ -89,6 +89,7 @@ def test_plugin_dataset_and_backbone_train_through_bench_run(confpen_site, tmp_p
     assert set(config["plugin_code"]) == {"method", "dataset", "backbone"}
     metrics = json.loads((record / "metrics.json").read_text())
     assert 0.0 <= metrics["test"]["acc"] <= 1.0 and metrics["steps"] > 0
+    assert [len(metrics["history"][k]) for k in ("epochs", "cycles")] == [1, 1]
 
 
 def _ce_module(folder, name: str, method: str):
