@@ -34,6 +34,8 @@ from bench.core.errors import BenchError
 GROUP = "mhml_bench.plugins"
 ENV = "BENCH_PLUGINS"
 BUILTIN = "built-in"
+# a script's own module: multiprocessing re-runs it as __mp_main__ in workers
+MAIN_NAMES = ("__main__", "__mp_main__")
 
 # top-level module name -> {"route", "module", "path", ["distribution", "version"]}
 _LOADED: dict[str, dict] = {}
@@ -119,9 +121,16 @@ def _path_entry(mod, module: str) -> str:
     return str(p.parents[len(module.split(".")) - 1])
 
 
-def carried() -> tuple:
-    """Sorted (module, path) pairs of the plugins loaded here, for worker processes."""
-    return tuple(sorted((o["module"], o["path"]) for o in _LOADED.values()))
+def carried(modules=()) -> tuple:
+    """Sorted (module, path) pairs for worker processes: the plugins loaded
+    here, and `modules` (those defining a run's plugin code, which a script or
+    notebook may have imported itself, on a path the workers do not have)."""
+    pairs = {(o["module"], o["path"]) for o in _LOADED.values()}
+    for name in modules:
+        mod = sys.modules.get(name)
+        if mod is not None and name not in MAIN_NAMES and getattr(mod, "__file__", None):
+            pairs.add((name, _path_entry(mod, name)))
+    return tuple(sorted(pairs))
 
 
 def load_carried(pairs) -> None:
@@ -133,6 +142,7 @@ def load_carried(pairs) -> None:
 def origin(obj) -> dict:
     """Where `obj` (a registered factory or class) comes from."""
     module = getattr(obj, "__module__", "") or ""
+    module = "__main__" if module in MAIN_NAMES else module
     if module == "bench" or module.startswith("bench."):
         return {"origin": BUILTIN}
     plugin = _LOADED.get(module.split(".")[0])
@@ -160,9 +170,11 @@ def code_identity(*objects) -> dict:
     names, digest = [], hashlib.sha256()
     for obj in objects:
         mod = inspect.getmodule(obj)
-        if mod is None or mod.__name__ in names:
+        name = "__main__" if mod is not None and mod.__name__ in MAIN_NAMES else \
+            getattr(mod, "__name__", None)
+        if mod is None or name in names:
             continue
-        names.append(mod.__name__)
+        names.append(name)
         digest.update(_source(mod))
     return {**origin(objects[0]), "modules": names, "sha256": digest.hexdigest()}
 

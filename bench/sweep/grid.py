@@ -173,8 +173,7 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
             for method in methods:
                 proto = RunSpec(dataset, backbone, method.name,
                                 tuple(sorted(overrides.get(method.name, {}).items())), cfg, 0, "",
-                                str(results), data_root, device, force, options, weights,
-                                plugins=plugins.carried())
+                                str(results), data_root, device, force, options, weights)
                 exp, bundle = experiment_for(proto, method, missing_ok=dry_run)
                 # Method/dataset mismatches (e.g. more heads than classes) stop
                 # the sweep before anything trains.
@@ -182,8 +181,10 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
                 experiments[exp.chash] = exp
                 t = exp.train
                 sizes = (t.augment_size, t.image_size, t.test_size)
-                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash, sizes=sizes)
-                          for s in seeds]
+                carry = plugins.carried(m for c in exp.plugin_code().values()
+                                        for m in c["modules"])
+                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash, sizes=sizes,
+                                              plugins=carry) for s in seeds]
     return specs, experiments
 
 

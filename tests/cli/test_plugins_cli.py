@@ -118,6 +118,20 @@ def test_a_plugin_option_module_reaches_the_worker_processes(tmp_path, monkeypat
     assert origin["origin"] == "plugin" and origin["module"] == "mymethod"
 
 
+def test_a_method_a_script_registered_itself_reaches_the_workers(tmp_path, monkeypatch,
+                                                                 capsys, clean_plugins):
+    """`import mymethod; main([...])` in a script or notebook, no --plugin:
+    the grid carries the module that defines the run's plugin code."""
+    import importlib
+
+    _ce_module(tmp_path, "scriptmethod", "scriptce")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("scriptmethod")
+    argv = ["run", "--method", "scriptce", *DIGITS, *TINY, "--results", str(tmp_path / "r")]
+    assert main(argv) == 0
+    assert "1 trained, 0 already done, 0 failed" in capsys.readouterr().out
+
+
 def test_a_plugin_trains_through_submitit(confpen_site, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     argv = ["run", "--method", "confpen", "--dataset", "stripes", "--backbone", "tinycnn",
