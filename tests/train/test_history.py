@@ -52,3 +52,30 @@ def test_history_per_epoch_and_per_cycle(tiny, one_thread, method):
     assert best["val_nll"] == pytest.approx(
         log_loss(labels, probs, labels=range(tiny.num_classes)), rel=1e-6)
     assert 0.0 <= best["val_ece"] <= 1.0
+
+
+def test_a_fused_group_keeps_each_members_own_history(tiny, one_thread):
+    """Per-member step losses come as one vector per step; each member's epoch
+    mean is its own column of them."""
+    from bench.train.fused import train_fused
+
+    cfg = dataclasses.replace(PROFILES["quick"], cycles=1, epochs_per_cycle=2, batch_size=16)
+    seeds = [0, 1]
+    models = []
+    for s in seeds:
+        torch.manual_seed(s)
+        models.append(build_model("smallcnn", tiny.image_size, 1, tiny.num_classes)[0])
+    steps = []
+    results = train_fused(models, [create_method("sl1h") for _ in seeds], cfg, tiny, seeds,
+                          progress=False, on_step=lambda step, loss: steps.append(
+                              loss.detach().reshape(-1).tolist()))
+    per_epoch = steps_per_epoch(len(tiny.train), cfg.batch_size, cfg.drop_last)
+    for s, result in enumerate(results):
+        got = [e["train_loss"] for e in result.history["epochs"]]
+        want = [np.mean([v[s] for v in steps[i * per_epoch:(i + 1) * per_epoch]])
+                for i in range(cfg.epochs_per_cycle)]
+        assert got == pytest.approx(want, rel=1e-5)
+        assert [c["val_auc"] for c in result.history["cycles"]] == pytest.approx(
+            result.cycle_val_auc)
+    assert results[0].history["epochs"][0]["train_loss"] != pytest.approx(
+        results[1].history["epochs"][0]["train_loss"])
