@@ -68,7 +68,8 @@ def registries():
 def list_registries() -> str:
     blocks = []
     for title, reg in registries().items():
-        rows = list(reg.describe())
+        # where each entry comes from: built-in or the plugin that registered it
+        rows = [(name, reg.origin(name), desc) for name, desc in reg.describe()]
         blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
     profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
     blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))

@@ -9,6 +9,7 @@ import argparse
 import importlib
 import sys
 
+from bench.core import plugins
 from bench.core.errors import BenchError
 
 SUBCOMMANDS = (
@@ -33,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for module in SUBCOMMANDS:
         importlib.import_module(module).add_parser(sub)
+    for command in sub.choices.values():
+        command.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                             help="import MODULE first (repeatable): it registers your own "
+                                  "methods, datasets or backbones (docs/methods.md); also "
+                                  f"{plugins.ENV}=a,b and entry points in group {plugins.GROUP}")
     return parser
 
 
@@ -43,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         # running into the tables printed on stdout
         args.no_progress = True
     try:
+        plugins.load(args.plugin)  # before any name is resolved; workers load them too
         return args.func(args)
     except BenchError as err:
         print(f"bench: error: {err}", file=sys.stderr)

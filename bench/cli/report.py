@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from bench.report import aggregate
+from bench.report import aggregate, curves
 from bench.report import latex
 from bench.report import stats
 from bench.core import store
@@ -344,6 +344,8 @@ def report(args) -> int:
         figures += make_reliability(runs, out, args.per_seed, not args.no_progress,
                                     parse_sections(args.order))
         figures += make_bin_sensitivity(groups, out, parse_sections(args.order))
+        figures += curves.write_curves(runs, out / "figures", method_name,
+                                       lambda ds, bb: f"{dataset_name(ds)} / {backbone_name(bb)}")
         cd_files, f_rows, f_notes = make_friedman(tables, out, args.alpha)
         figures += cd_files
         notes += f_notes

@@ -9,6 +9,14 @@ class BenchError(Exception):
     """A user-facing error: the message is shown as one line, no traceback."""
 
 
+# Registries a plugin can extend: their unknown-name errors say how.
+PLUGIN_KINDS = ("method", "dataset", "backbone")
+PLUGIN_HINT = ("; or add your own in a plugin module (bench run --plugin MODULE, "
+               "BENCH_PLUGINS=MODULE or an entry point in group mhml_bench.plugins: "
+               "see docs/methods.md)")
+
+
 def choices_error(kind: str, value, valid) -> BenchError:
     listed = ", ".join(str(v) for v in valid)
-    return BenchError(f"unknown {kind} '{value}'; choose from: {listed}")
+    hint = PLUGIN_HINT if kind in PLUGIN_KINDS else ""
+    return BenchError(f"unknown {kind} '{value}'; choose from: {listed}{hint}")

@@ -46,6 +46,9 @@ def settings(cfg: dict) -> dict:
     out.update({f"train_{k}": v for k, v in (cfg.get("train") or {}).items()})
     out.update({f"param_{k}": v for k, v in (cfg.get("method_params") or {}).items()
                 if np.isscalar(v)})
+    # an edited plugin makes a new config: its digest tells the two apart
+    out.update({f"{role}_sha256": c.get("sha256", "")[:12]
+                for role, c in (cfg.get("plugin_code") or {}).items()})
     return {k: v for k, v in out.items() if v is not None}
 
 

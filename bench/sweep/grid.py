@@ -18,7 +18,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.sweep import runstate
-from bench.core import store
+from bench.core import plugins, store
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError, choices_error
 from bench.core.seeds import parse_seeds  # noqa: F401  (its home before core.seeds)
@@ -68,6 +68,9 @@ class RunSpec:
     # (augment, train, test) px as the grid resolved them for this method:
     # --fuse methods groups by it (LS at 150 px never steps with CE at 224)
     sizes: tuple = ()
+    # (module, sys.path folder) of each plugin the sweep loaded: the worker
+    # loads them before resolving a name (bench.core.plugins)
+    plugins: tuple = ()
 
     @property
     def record(self) -> Path:
@@ -82,6 +85,7 @@ class RunSpec:
         d = dataclasses.asdict(self)
         d["method_overrides"] = [list(p) for p in self.method_overrides]
         d["load_options"] = [list(p) for p in self.load_options]
+        d["plugins"] = [list(p) for p in self.plugins]
         return json.dumps(d, sort_keys=True)
 
     @classmethod
@@ -91,6 +95,7 @@ class RunSpec:
         for key in ("method_overrides", "load_options"):
             d[key] = tuple(tuple(p) for p in d[key])
         d["sizes"] = tuple(d.get("sizes", ()))
+        d["plugins"] = tuple(tuple(p) for p in d.get("plugins", ()))
         return cls(**d)
 
 
@@ -147,7 +152,8 @@ def experiment_for(spec: "RunSpec", method, missing_ok: bool = False):
     bundle = bundle_for(spec.dataset, spec.backbone, spec.train, method, spec.data_root,
                         spec.load_options)
     return make_experiment(bundle, spec.backbone, method, spec.train,
-                           weights=weights_for(spec, method.heads, missing_ok)), bundle
+                           weights=weights_for(spec, method.heads, missing_ok),
+                           dataset=spec.dataset), bundle
 
 
 def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
@@ -175,8 +181,10 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
                 experiments[exp.chash] = exp
                 t = exp.train
                 sizes = (t.augment_size, t.image_size, t.test_size)
-                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash, sizes=sizes)
-                          for s in seeds]
+                carry = plugins.carried(m for c in exp.plugin_code().values()
+                                        for m in c["modules"])
+                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash, sizes=sizes,
+                                              plugins=carry) for s in seeds]
     return specs, experiments
 
 

@@ -15,7 +15,7 @@ import time
 import traceback
 
 from bench.sweep import runstate
-from bench.core import store
+from bench.core import plugins, store
 from bench.core.errors import BenchError
 from bench.sweep.grid import RunSpec, experiment_for
 
@@ -101,6 +101,9 @@ def _prepare(spec: RunSpec):
     from bench.core.device import default_device
     from bench.core.schedule import steps_per_epoch
 
+    # this process (a fork of the pool's server, a SLURM task) resolves the
+    # names itself: the sweep's plugins first, and any entry point
+    plugins.load_carried(spec.plugins)
     method = create_method(spec.method, dict(spec.method_overrides))
     exp, bundle = experiment_for(spec, method)
     if exp.chash != spec.chash:
