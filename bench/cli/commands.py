@@ -11,7 +11,7 @@ from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConf
                                key_table, parse_set)
 from bench.cli.data import add_data_options
 from bench.core import store
-from bench.core.errors import choices_error
+from bench.core.errors import BenchError, choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
 from bench.core.seeds import parse_seeds
@@ -36,7 +36,8 @@ def add_parser(sub) -> None:
                         "resnet50, convnext_tiny, swin_tiny; default: the dataset's)")
     p.add_argument("--seeds", default="5", help="N (seeds 0..N-1), A-B, or a comma list")
     p.add_argument("--profile", default="paper",
-                   help="paper (the released code's protocol) | paper-text | quick")
+                   help="paper (the released code's protocol) | paper-text | quick | demo "
+                        "(`bench list` shows each)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a training or method hyper-parameter (repeatable); "
                         "`bench list --keys` lists every key, its default and range")
@@ -53,7 +54,8 @@ def add_parser(sub) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="list the runs, which are done and each run's protocol, then exit")
     p.add_argument("--json", action="store_true",
-                   help="with --dry-run: one JSON object per run (protocol and status)")
+                   help="with --dry-run: one JSON object per run (protocol and status); "
+                        "refused without --dry-run")
     add_executor_options(p)
     p.set_defaults(func=run)
 
@@ -166,9 +168,25 @@ def resolve_run(args):
     return seeds, methods, cfg, datasets, backbones, per_method
 
 
+def check_run_flags(args) -> None:
+    """Flags that need no data: refused before any grid is built or written."""
+    from bench.core.device import check_device
+
+    if args.json and not args.dry_run:
+        # a real run prints tables and a summary; JSON lines describe the plan only
+        raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
+                         "(nothing is trained) or drop --json")
+    if args.device is not None:
+        check_device(args.device, indexed=True)
+    if args.weights is not None and not args.weights.strip():
+        raise BenchError("--weights '': empty path; give a .safetensors file or a torch state "
+                         "dict, or drop --weights")
+
+
 def run(args) -> int:
     from bench.sweep.run import exit_code, run_sweep, summary_text
 
+    check_run_flags(args)
     check_options(args)
     store.require_writable_dir(args.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
