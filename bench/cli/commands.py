@@ -9,7 +9,7 @@ from bench.train.backbones import BACKBONES, PAPER_BACKBONES
 from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
                                apply_overrides, check_choices, field_types, get_profile,
                                key_table, parse_set)
-from bench.cli.data import add_data_options
+from bench.cli.data import add_data_options, check_data_paths
 from bench.core import store
 from bench.core.errors import BenchError, choices_error
 from bench.sweep.executors import add_options as add_executor_options
@@ -187,6 +187,7 @@ def run(args) -> int:
     from bench.sweep.run import exit_code, run_sweep, summary_text
 
     check_run_flags(args)
+    check_data_paths(args)
     check_options(args)
     store.require_writable_dir(args.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
