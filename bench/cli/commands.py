@@ -155,7 +155,7 @@ def resolve_run(args):
     valid = set(train_keys).union(*owned.values())
     for key in raw:
         if key not in valid:
-            raise choices_error("--set key", key, sorted(valid))
+            raise unknown_key(key, names, sorted(valid))
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
     from bench.train.loop import check_config  # torch: imported only when running
 
@@ -181,6 +181,18 @@ def check_run_flags(args) -> None:
     if args.weights is not None and not args.weights.strip():
         raise BenchError("--weights '': empty path; give a .safetensors file or a torch state "
                          "dict, or drop --weights")
+
+
+def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
+    """An unknown --set key; when other methods have it, name them."""
+    from bench.methods import method_params, training_methods
+
+    owners = [m for m in training_methods()
+              if key in {f.name for f in dataclasses.fields(method_params(m))}]
+    if owners:
+        return BenchError(f"--set {key}: not a key of {', '.join(names)}; it belongs to "
+                          f"{', '.join(owners)} (add one of them to --method, or drop it)")
+    return choices_error("--set key", key, valid)
 
 
 def run(args) -> int:

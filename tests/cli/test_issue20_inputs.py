@@ -181,3 +181,65 @@ def test_point8_dry_run_table_shows_training_settings(tmp_path, capsys):
         assert col in header
     row = out.splitlines()[-1]
     assert "0.1/0.9/0" in row and "3x30" in row and "| off" in row
+
+
+# ------------------------------------------------------ point 12: smaller --
+def test_point12_seed_range_backwards_says_so(tmp_path, capsys):
+    err = one_line(capsys, [*RUN[:5], "--seeds", "5-3", "--results", str(tmp_path / "r")])
+    assert "--seeds 5-3: the range starts above its end (5 > 3); write 3-5" in err
+
+
+def test_point12_method_key_on_another_method_names_its_owners(tmp_path, capsys):
+    err = one_line(capsys, run_argv(tmp_path, "--method", "sl1h", "--set", "epsilon=2"))
+    assert "--set epsilon: not a key of sl1h; it belongs to ls" in err
+
+
+def test_point12_weights_error_is_clean_and_cut_at_a_word(tmp_path, capsys):
+    from bench.train.weights import short_reason
+
+    err = RuntimeError("Weights only load failed. This file can still be loaded, to do so you "
+                       "have two options, \x1b[1mdo those steps only if you trust the source "
+                       "of the checkpoint\x1b[0m.\nmore")
+    text = short_reason(err)
+    assert "\x1b" not in text and "\n" not in text and len(text) <= 100
+    assert text.endswith(" ...") and text[:-4] in err.args[0].replace("\x1b[1m", "")
+    assert short_reason(ValueError("short one")) == "short one"
+
+
+def test_point12_profile_and_alpha_help():
+    from bench.cli.main import build_parser
+
+    sub = build_parser()._subparsers._group_actions[0].choices
+    profile = next(a for a in sub["run"]._actions if a.dest == "profile")
+    alpha = next(a for a in sub["report"]._actions if a.dest == "alpha")
+    assert "demo" in profile.help
+    assert alpha.help and "(0, 1)" in alpha.help
+
+
+def test_point12_setup_sh_prints_a_line_before_each_long_step(tmp_path):
+    """setup.sh on a fresh copy, pip and pdflatex stubbed: a progress line
+    comes before the first (slow) pip call."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copy(repo / "setup.sh", tmp_path / "setup.sh")
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    (stubs / "pdflatex").write_text("#!/bin/sh\n")
+    (stubs / "python3").write_text(  # `python3 -m venv .venv` makes the stub python
+        "#!/bin/sh\nmkdir -p .venv/bin\n"
+        "printf '#!/bin/sh\\necho \"CALL $*\" >&2\\n' > .venv/bin/python\n"
+        "chmod +x .venv/bin/python\n")
+    for f in stubs.iterdir():
+        f.chmod(0o755)
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "PYTHON": str(stubs / "python3")}
+    res = subprocess.run(["bash", str(tmp_path / "setup.sh")], cwd=tmp_path, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=60)  # one stream: the order of lines is kept
+    assert res.returncode == 0, res.stdout
+    lines = res.stdout.splitlines()
+    first_pip = next(i for i, line in enumerate(lines) if "pip install" in line)
+    assert any(line.startswith("setup.sh: installing torch") for line in lines[:first_pip])
+    assert lines[-1] == "setup.sh: done"
