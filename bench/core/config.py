@@ -245,7 +245,8 @@ def convert(key: str, raw: str, kind) -> object:
         if kind is float:
             value = float(text)  # '1e309' parses as inf
             if not math.isfinite(value):  # NaN or inf is never a sensible hyper-parameter
-                raise BenchError(f"--set {key}={raw}: expected a finite number")
+                raise BenchError(f"--set {key}={raw}: expected float, got '{raw}' (a finite "
+                                 "number; nan and inf are refused)")
             return value
         return text
     except ValueError:
