@@ -57,13 +57,7 @@ def class_names(rows: dict, files: dict) -> list[str]:
     values = sorted({lab for r in rows.values() for _, lab in r})
     integers = sorted((v for v in values if v.lstrip("-").isdigit()), key=int)
     if integers and len(integers) < len(values):  # 0, 1, 2, dog: a typo, not a 4th class
-        for split, r in rows.items():
-            for row, (_, lab) in enumerate(r, 1):
-                if not lab.lstrip("-").isdigit():
-                    raise BenchError(f"{files[split]} row {row}: label '{lab}' is not an "
-                                     f"integer like the other labels ({', '.join(integers[:4])}"
-                                     f"{', ...' if len(integers) > 4 else ''}); use integers 0..K-1 or class names throughout"
-                                     f"{HINT}")
+        _non_integer(rows, files, integers)
     if not integers:
         return values
     present = {int(v) for v in values}
@@ -75,6 +69,17 @@ def class_names(rows: dict, files: dict) -> list[str]:
                                  f"{', '.join(map(str, missing))} without any image; integer "
                                  f"labels must be 0..K-1 with every class used{HINT}")
     return [str(i) for i in range(max(present) + 1)]
+
+
+def _non_integer(rows: dict, files: dict, integers: list[str]) -> None:
+    """Name the first label that is not an integer among integer labels."""
+    shown = ", ".join(integers[:4]) + (", ..." if len(integers) > 4 else "")
+    for split, r in rows.items():
+        for row, (_, lab) in enumerate(r, 1):
+            if not lab.lstrip("-").isdigit():
+                raise BenchError(f"{files[split]} row {row}: label '{lab}' is not an integer "
+                                 f"like the other labels ({shown}); use integers 0..K-1 or "
+                                 f"class names throughout{HINT}")
 
 
 def check_rows(rows: dict, files: dict) -> None:
