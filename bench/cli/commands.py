@@ -9,9 +9,9 @@ from bench.train.backbones import BACKBONES, PAPER_BACKBONES
 from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
                                apply_overrides, check_choices, field_types, get_profile,
                                key_table, parse_set)
-from bench.cli.data import add_data_options
+from bench.cli.data import add_data_options, check_data_paths
 from bench.core import store
-from bench.core.errors import choices_error
+from bench.core.errors import BenchError, choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
 from bench.core.seeds import parse_seeds
@@ -36,7 +36,8 @@ def add_parser(sub) -> None:
                         "resnet50, convnext_tiny, swin_tiny; default: the dataset's)")
     p.add_argument("--seeds", default="5", help="N (seeds 0..N-1), A-B, or a comma list")
     p.add_argument("--profile", default="paper",
-                   help="paper (the released code's protocol) | paper-text | quick")
+                   help="paper (the released code's protocol) | paper-text | quick | demo "
+                        "(`bench list` shows each)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a training or method hyper-parameter (repeatable); "
                         "`bench list --keys` lists every key, its default and range")
@@ -53,7 +54,8 @@ def add_parser(sub) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="list the runs, which are done and each run's protocol, then exit")
     p.add_argument("--json", action="store_true",
-                   help="with --dry-run: one JSON object per run (protocol and status)")
+                   help="with --dry-run: one JSON object per run (protocol and status); "
+                        "refused without --dry-run")
     add_executor_options(p)
     p.set_defaults(func=run)
 
@@ -154,7 +156,7 @@ def resolve_run(args):
     valid = set(train_keys).union(*owned.values())
     for key in raw:
         if key not in valid:
-            raise choices_error("--set key", key, sorted(valid))
+            raise unknown_key(key, names, sorted(valid))
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
     from bench.train.loop import check_config  # torch: imported only when running
 
@@ -167,9 +169,38 @@ def resolve_run(args):
     return seeds, methods, cfg, datasets, backbones, per_method
 
 
+def check_run_flags(args) -> None:
+    """Flags that need no data: refused before any grid is built or written."""
+    from bench.core.device import check_device
+
+    if args.json and not args.dry_run:
+        # a real run prints tables and a summary; JSON lines describe the plan only
+        raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
+                         "(nothing is trained) or drop --json")
+    if args.device is not None:
+        check_device(args.device, indexed=True)
+    if args.weights is not None and not args.weights.strip():
+        raise BenchError("--weights '': empty path; give a .safetensors file or a torch state "
+                         "dict, or drop --weights")
+
+
+def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
+    """An unknown --set key; when other methods have it, name them."""
+    from bench.methods import method_params, training_methods
+
+    owners = [m for m in training_methods()
+              if key in {f.name for f in dataclasses.fields(method_params(m))}]
+    if owners:
+        return BenchError(f"--set {key}: not a key of {', '.join(names)}; it belongs to "
+                          f"{', '.join(owners)} (add one of them to --method, or drop it)")
+    return choices_error("--set key", key, valid)
+
+
 def run(args) -> int:
     from bench.sweep.run import exit_code, run_sweep, summary_text
 
+    check_run_flags(args)
+    check_data_paths(args)
     check_options(args)
     store.require_writable_dir(args.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)

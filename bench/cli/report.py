@@ -62,6 +62,25 @@ def parse_sections(text: str | None):
     return tuple(s for s in sections if s)
 
 
+def check_order(text: str | None, present: set) -> None:
+    """--order names only methods (or D-Ens) that have records here, so a typo
+    is named instead of leaving a table empty."""
+    sections = parse_sections(text)
+    if sections is None:
+        return
+    from bench.methods import METHODS
+
+    here = sorted(present) + [DENS]
+    named = [m for sec in sections for m in sec]
+    for name in named:  # a registered method without records here is just absent
+        if name not in here and name not in METHODS:
+            raise BenchError(f"--order: unknown method '{name}'; choose from: {', '.join(here)} "
+                             "(',' separates rows, ';' draws a double rule)")
+    if not set(named) & set(here):
+        raise BenchError(f"--order {text}: none of these methods has records here; choose "
+                         f"from: {', '.join(here)}")
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("report", help="tables (LaTeX/Markdown/CSV), reliability diagrams, "
                                       "significance tests from run records")
@@ -79,13 +98,16 @@ def add_parser(sub) -> None:
                                    "the methods it names")
     for kind in KINDS:
         p.add_argument(f"--caption-{kind}", help=f"LaTeX caption of the {kind} table "
-                                                 "({dataset} and {n} are filled in)")
+                                                 "({dataset} and {n} are filled in; "
+                                                 "LaTeX braces are kept)")
     p.add_argument("--cost", action="store_true", help="add params / train s / train img/s / infer ms columns")
     p.add_argument("--significance", action="store_true",
                    help="mark cells that differ from SL1H (paired test over seeds)")
     p.add_argument("--test", default="auto", choices=stats.TESTS,
                    help="paired test: auto = t-test below 6 seeds, Wilcoxon from 6")
-    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level of --significance and of the Nemenyi critical "
+                        "difference in the CD diagrams, in (0, 1) (default 0.05)")
     p.add_argument("--per-seed", action="store_true", help="reliability diagrams per seed too")
     p.add_argument("--compare", choices=("paper",),
                    help="paper: our means against the published ones (z, |z| > 2 flagged), "
@@ -306,13 +328,16 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
 
 
 def report(args) -> int:
+    from bench.report import measures
     from bench.report.markdown import report_markdown
 
-    from bench.report import measures
-
+    if not 0 < args.alpha < 1:
+        raise BenchError(f"--alpha {args.alpha}: a significance level must be > 0 and < 1 "
+                         "(e.g. 0.05)")
     out = store.require_writable_dir(args.out, "--out")
     parse_metrics(args.metrics)  # a bad --metrics stops before anything is read or written
     runs, failures, notes = load(args)
+    check_order(args.order, {r.method for r in runs})
     out.mkdir(parents=True, exist_ok=True)
     expected = aggregate.expected_seeds(runs)
     if args.seeds is not None:  # every seed asked counts, found or not

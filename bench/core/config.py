@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import typing
 from dataclasses import dataclass, fields, replace
 
@@ -100,6 +101,12 @@ def ge(x: float) -> Range:
     return Range(low=x)
 
 
+# Upper bounds that only catch typos (a paste of 99999999999999999999 would plan
+# ~1e22 steps): the paper trains 10 x 5; a thousand of either is far beyond any
+# calibration study.
+MAX_CYCLES = 1000
+MAX_EPOCHS_PER_CYCLE = 1000
+
 # Every TrainConfig field: (allowed range or None for non-numeric, one line of
 # meaning). Checked when the grid is built; `bench list --keys` prints it.
 TRAIN_KEYS = {
@@ -107,8 +114,10 @@ TRAIN_KEYS = {
     "momentum": (Range(0, 1, high_open=True), "SGD momentum (paper: 0)"),
     "weight_decay": (ge(0), "SGD weight decay (paper: 0)"),
     "batch_size": (ge(2), "training images per step (paper: 8)"),
-    "cycles": (ge(1), "cosine warm-restart cycles; checkpoint chosen among cycle ends"),
-    "epochs_per_cycle": (ge(1), "epochs per cycle (epochs = cycles x epochs_per_cycle)"),
+    "cycles": (Range(1, MAX_CYCLES),
+               "cosine warm-restart cycles; checkpoint chosen among cycle ends"),
+    "epochs_per_cycle": (Range(1, MAX_EPOCHS_PER_CYCLE),
+                         "epochs per cycle (epochs = cycles x epochs_per_cycle)"),
     "eta_min": (ge(0), "learning rate at the end of each cycle"),
     "augment": (None, "TrivialAugmentWide per training image"),
     "image_size": (ge(0), "training/eval size in px; 0 = the dataset's default, else at "
@@ -234,9 +243,10 @@ def convert(key: str, raw: str, kind) -> object:
         if kind is int:
             return int(text)
         if kind is float:
-            value = float(text)
-            if value != value:  # NaN is never a sensible hyper-parameter
-                raise ValueError
+            value = float(text)  # '1e309' parses as inf
+            if not math.isfinite(value):  # NaN or inf is never a sensible hyper-parameter
+                raise BenchError(f"--set {key}={raw}: expected float, got '{raw}' (a finite "
+                                 "number; nan and inf are refused)")
             return value
         return text
     except ValueError:

@@ -137,11 +137,22 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
     return out
 
 
+def fill_caption(template: str, dataset: str, n: int) -> str:
+    """The caption with {dataset} and {n} filled in. Read as a Python format
+    string (the default captions double LaTeX's braces: \\textbf{{...}}); a
+    caption written with plain LaTeX braces (\\textbf{bold}, \\frac{1}{2}) is
+    not one, and keeps every brace as written."""
+    try:
+        return template.format(dataset=dataset, n=n)
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return template.replace("{dataset}", dataset).replace("{n}", str(n))
+
+
 def fragment(table: Table, missing: list[str] = ()) -> str:
     """The table float, ready for \\input{} in a paper."""
     sideways = table.kind == "std" or (table.cost and len(table.backbones) > 1)
     env = "sidewaystable" if sideways else "table"
-    text = table.caption.format(dataset=tex_escape(dataset_name(table.dataset)), n=table.n_asked)
+    text = fill_caption(table.caption, tex_escape(dataset_name(table.dataset)), table.n_asked)
     caption = f"\\caption{{{text}}}\\label{{{table.label}}}"
     notes = footnotes(table, list(missing))
     body = [f"\\begin{{{env}}}", "\\centering", "\\renewcommand{\\arraystretch}{1.03}",

@@ -156,6 +156,20 @@ def experiment_for(spec: "RunSpec", method, missing_ok: bool = False):
                            dataset=spec.dataset), bundle
 
 
+def check_weights_fit(backbone: str, cfg: TrainConfig, spec) -> None:
+    """Build the backbone once and load a --weights file into it: a backbone
+    without weights (smallcnn) or a state dict with other keys or shapes fails
+    in one line before anything trains."""
+    _fit(backbone, cfg.image_size, cfg.backbone_impl, spec)
+
+
+@functools.lru_cache(maxsize=16)
+def _fit(backbone: str, image_size: int, impl: str, spec) -> None:
+    from bench.train.backbones import create_backbone
+
+    create_backbone(backbone, image_size, weights=spec, impl=impl)
+
+
 def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
                 results: str, data_root=None, device=None, force=False, options: tuple = (),
                 weights: str | None = None, dry_run: bool = False):
@@ -178,6 +192,8 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
                 # Method/dataset mismatches (e.g. more heads than classes) stop
                 # the sweep before anything trains.
                 method.check(bundle.num_classes)
+                if weights:  # a file that does not fit stops here, not once per run
+                    check_weights_fit(backbone, exp.train, exp.weights)
                 experiments[exp.chash] = exp
                 t = exp.train
                 sizes = (t.augment_size, t.image_size, t.test_size)
