@@ -39,14 +39,16 @@ class Heartbeat:
     every HEARTBEAT_SECONDS and a "step i/n loss" log line at most every
     LOG_SECONDS, so a failed or killed run can say how far it got."""
 
-    def __init__(self, records: list, total: int, logs: list):
-        self._records, self._total, self._logs = records, total, logs
-        self.step, self._beat, self._said = 0, 0.0, time.monotonic()
+    def __init__(self, records: list, total: int, logs: list, clock=time.monotonic):
+        self._records, self._total, self._logs, self._clock = records, total, logs, clock
+        # None: no beat yet, so the first step writes at once whatever the
+        # clock reads (time.monotonic starts near 0 at boot)
+        self.step, self._beat, self._said = 0, None, clock()
 
     def __call__(self, step: int, loss) -> None:
         self.step = step
-        now = time.monotonic()
-        if now - self._beat >= HEARTBEAT_SECONDS:
+        now = self._clock()
+        if self._beat is None or now - self._beat >= HEARTBEAT_SECONDS:
             self._beat = now
             for record in self._records:
                 runstate.write_progress(record, step, self._total)

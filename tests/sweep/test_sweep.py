@@ -92,7 +92,7 @@ def test_dry_run_shows_done_running_failed_missing_and_trains_nothing(tmp_path, 
 # ------------------------------------------------------------------ locks --
 def test_lock_of_live_process_is_respected_and_dead_one_taken_over(tmp_path):
     record = tmp_path / "d" / "b" / "m" / "h" / "seed0"
-    sleeper = subprocess.Popen(["sleep", "30"])
+    sleeper = subprocess.Popen(["sleep", "3600"])  # killed below; lives however slow the test
     try:
         holder = {"pid": sleeper.pid, "host": os.uname().nodename,
                   "start": runstate.proc_start(sleeper.pid)}
