@@ -265,6 +265,8 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
 def report(args) -> int:
     from bench.report.markdown import report_markdown
 
+    if not str(args.results).strip():
+        store.require_results_dir(args.results)  # '' would read the current directory
     out = store.require_writable_dir(args.out, "--out")
     runs, failures, notes = load(args)
     out.mkdir(parents=True, exist_ok=True)
