@@ -20,6 +20,8 @@ from bench.report import latex
 from bench.report import stats
 from bench.core import store
 from bench.report import textables
+from bench.report import unfinished
+from bench.sweep.runstate import live_holder
 from bench.core.calibration import ensemble_probs
 from bench.report.derived import DENS, ENSEMBLE_OF, has_ensemble
 from bench.core.errors import BenchError
@@ -96,7 +98,9 @@ def load(args):
         runs = [r for r in runs if r.seed in wanted]
     done = {(r.dataset, r.backbone, r.method, r.chash, str(r.seed)) for r in runs}
     # a failure that a later rerun replaced by a finished record is history, not news
-    failures = [f for f in aggregate.find_failures(args.results)
+    found = aggregate.find_failures(args.results) + unfinished.unfinished_runs(
+        args.results, live=live_holder)  # a run training now is not unfinished
+    failures = [f for f in found
                 if (f["dataset"], f["backbone"], f["method"], f["config_hash"],
                     str(f["seed"])) not in done] + damaged
     notes = [f"skipped damaged record {f['path']}: {f['reason'].removeprefix('damaged: ')}"

@@ -78,3 +78,117 @@ def test_issue_point11_closed_stdout_pipe_is_quiet(argv, tmp_path):
         os.close(write_end)
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.stderr == "" and proc.returncode == 141  # as a SIGPIPE'd Unix tool
+
+
+# ------------------------------------- old records, edited records, unfinished --
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One finished tiny run (written by today's code), copied by each test."""
+    root = tmp_path_factory.mktemp("trained")
+    assert main(["run", "--seeds", "1", "--results", str(root), *TINY]) == 0
+    return root
+
+
+def _copy(trained, tmp_path):
+    import shutil
+
+    root = tmp_path / "results"
+    shutil.copytree(trained, root)
+    (record,) = store.iter_seed_dirs(root)
+    return root, record
+
+
+def _as_earlier_versions_wrote_it(record) -> None:
+    """metrics.json exactly as versions before checksums wrote it: no `files`
+    entry, no digest, json.dump(indent=2, sort_keys=True)."""
+    metrics = store.read_json(record / "metrics.json")
+    for key in ("files", "digest"):
+        metrics.pop(key, None)
+    with open(record / "metrics.json", "w") as f:
+        json.dump(metrics, f, indent=2, sort_keys=True, default=str)
+
+
+def _report(root, out, capsys):
+    capsys.readouterr()
+    assert main(["report", "--results", str(root), "--out", str(out), "--no-plots",
+                 "--no-progress"]) == 0
+    import pandas as pd
+
+    runs = pd.read_csv(out / "runs.csv")
+    failed = pd.read_csv(out / "failed_runs.csv", dtype=str).fillna("")
+    return runs, failed, capsys.readouterr().out
+
+
+def test_issue_point2_pre_checksum_record_is_intact_to_every_command(trained, tmp_path, capsys):
+    """Old records stay finished: check, report, dry run and a real rerun all take a record
+    without checksums for intact, and none moves it aside."""
+    root, record = _copy(trained, tmp_path)
+    _as_earlier_versions_wrote_it(record)
+    assert store.verify(record) is None
+    stamp = (record / "metrics.json").stat().st_mtime_ns
+    capsys.readouterr()
+    assert main(["check", "--results", str(root)]) == 0
+    assert "1 intact, 0 damaged" in capsys.readouterr().out
+    runs, failed, _ = _report(root, tmp_path / "rep", capsys)
+    assert len(runs) == 1 and runs["seed"].tolist() == [0] and failed.empty
+    run = ["run", "--seeds", "1", "--results", str(root), *TINY]
+    assert main([*run, "--dry-run", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["status"] == "done"
+    assert main(run) == 0
+    assert "0 trained, 1 already done, 0 failed" in capsys.readouterr().out
+    assert not [p for p in record.parent.iterdir() if "damaged" in p.name]  # not moved
+    assert (record / "metrics.json").stat().st_mtime_ns == stamp  # never rewritten
+
+
+def test_issue_point9_hand_edited_metrics_named_by_check_and_skipped_by_report(
+        trained, tmp_path, capsys):
+    """A valid but edited metrics.json (ACC 0.11, ECE 0.99) no longer passes as intact."""
+    root, record = _copy(trained, tmp_path)
+    metrics = store.read_json(record / "metrics.json")
+    assert metrics["digest"] == store.metrics_digest(metrics)
+    metrics["test"].update(acc=0.11, ece=0.99)
+    (record / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    capsys.readouterr()
+    assert main(["check", "--results", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "metrics.json: contents changed since written (digest mismatch)" in out
+    assert main(["report", "--results", str(root), "--out", str(tmp_path / "rep"),
+                 "--no-plots", "--no-progress"]) == 2  # its only record is skipped
+    assert "no finished run records" in capsys.readouterr().err
+
+
+def test_issue_point9_digest_is_the_sha256_of_the_other_keys(tmp_path):
+    """The digest recomputed by hand with hashlib over the canonical JSON of the rest."""
+    import hashlib
+
+    path = store.write_record(tmp_path / "d" / "b" / "m" / "h" / "seed0", {"a": 1},
+                              {"test": {"acc": 0.5}, "best_cycle": 2}, {"v": np.ones(2)})
+    metrics = json.loads((path / "metrics.json").read_text())
+    body = {k: v for k, v in metrics.items() if k != "digest"}
+    want = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+    assert metrics["digest"] == want.hexdigest()
+    assert store.verify(path) is None
+
+
+def test_issue_point9_unfinished_runs_are_rows_of_failed_runs_csv(trained, tmp_path, capsys):
+    """A seed folder without metrics.json and a run that left its lock and progress
+    (SIGKILL, no failure file) are both rows of failed_runs.csv."""
+    root, record = _copy(trained, tmp_path)
+    empty = record.with_name("seed3")
+    empty.mkdir()
+    (empty / "config.json").write_text("{}")
+    sweep = record.parent / "_sweep"
+    sweep.mkdir(exist_ok=True)
+    # a trainer SIGKILLed at step 7 of 134: its pid is gone (a pid above pid_max)
+    (sweep / "seed5.lock").write_text(json.dumps({"pid": 2**22 + 11, "host": "h",
+                                                   "start": "1"}))
+    import os
+    os.utime(sweep / "seed5.lock", (1e9, 1e9))  # heartbeat long stale on any host
+    (sweep / "seed5.progress.json").write_text(json.dumps({"step": 7, "total": 134}))
+    _, failed, printed = _report(root, tmp_path / "rep", capsys)
+    rows = {r["seed"]: r for r in failed.to_dict("records")}
+    assert set(rows) == {"3", "5"}
+    assert rows["3"]["reason"].startswith("incomplete: seed folder without metrics.json")
+    assert rows["5"]["reason"].startswith("interrupted at step 7 of 134")
+    assert rows["5"]["last_step"] == "7"
+    assert "2 failed or unfinished runs" in printed
