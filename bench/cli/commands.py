@@ -1,6 +1,7 @@
 """`bench list` and `bench run`."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 from tabulate import tabulate
@@ -11,7 +12,7 @@ from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConf
                                key_table, parse_set)
 from bench.cli.data import add_data_options
 from bench.core import store
-from bench.core.errors import choices_error
+from bench.core.errors import BenchError, choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
 from bench.core.seeds import parse_seeds
@@ -43,8 +44,10 @@ def add_parser(sub) -> None:
     p.add_argument("--results", default="results", help="run-record root")
     p.add_argument("--data-root", default=None, help="where dataset files live")
     add_data_options(p)  # --data-opt KEY=VALUE, --download
-    p.add_argument("--pretrained", action="store_true",
-                   help="ImageNet weights from the local torch hub / Hugging Face cache")
+    p.add_argument("--pretrained", action=argparse.BooleanOptionalAction, default=None,
+                   help="ImageNet weights from the local torch hub / Hugging Face cache "
+                        "(default: on under --profile paper / paper-text for backbones that "
+                        "have them, off under quick / demo; --no-pretrained: from scratch)")
     p.add_argument("--weights", default=None, metavar="PATH",
                    help="initial backbone weights (.safetensors or torch state dict)")
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if present)")
@@ -172,12 +175,18 @@ def run(args) -> int:
     check_options(args)
     store.require_writable_dir(args.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
-    if args.pretrained or args.weights:
+    if args.pretrained is False and args.weights:
+        raise BenchError(f"--weights {args.weights} and --no-pretrained contradict each "
+                         "other; give one (--weights: that file, --no-pretrained: from scratch)")
+    if args.pretrained is not None:
+        cfg = dataclasses.replace(cfg, pretrained=args.pretrained)
+    if args.weights:
         cfg = dataclasses.replace(cfg, pretrained=True)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
                                      args.results, args.data_root, args.device, args.force,
                                      load_options(args), getattr(args, "weights", None),
-                                     dry_run=args.dry_run)
+                                     dry_run=args.dry_run,
+                                     pretrained_asked=bool(args.pretrained or args.weights))
     if args.dry_run:
         from bench.sweep.dryrun import dry_run_table, protocol_json, protocol_table, protocols
 

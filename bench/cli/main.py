@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-from bench.core.errors import BenchError
+from bench.core.errors import BenchError, disk_full_message, is_disk_full
 
 SUBCOMMANDS = (
     "bench.cli.commands",  # list, run
@@ -51,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         return _reader_went_away()
     except BenchError as err:
         print(f"bench: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        print(f"bench: error: {disk_full_message(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("bench: interrupted; finished seeds are saved, rerun to continue", file=sys.stderr)

@@ -192,3 +192,100 @@ def test_issue_point9_unfinished_runs_are_rows_of_failed_runs_csv(trained, tmp_p
     assert rows["5"]["reason"].startswith("interrupted at step 7 of 134")
     assert rows["5"]["last_step"] == "7"
     assert "2 failed or unfinished runs" in printed
+
+
+# ---------------------------------------------------- point 6: full disk --
+def _disk_full(monkeypatch, keep=(".lock",)):
+    """Every json.dump into a file fails as on a full disk (ENOSPC) once the
+    file has been created, except files ending in `keep`; the real disk is
+    never filled."""
+    import errno
+
+    real = json.dump
+
+    def dump(obj, fp, *a, **k):
+        if not str(getattr(fp, "name", "")).endswith(keep):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(obj, fp, *a, **k)
+    monkeypatch.setattr(json, "dump", dump)
+
+
+def _in_process_executor(monkeypatch):
+    """The local executor's processes would not see the patched writer: run
+    each spec in this process through the same worker entry point."""
+    from bench.sweep import run as sweep_run
+    from bench.sweep import worker
+
+    class Inline:
+        @staticmethod
+        def get(name):
+            return lambda specs, opts, on_outcome: [on_outcome(worker.execute(s))
+                                                    for s in specs]
+    monkeypatch.setattr(sweep_run, "EXECUTORS", Inline)
+
+
+def test_issue_point6_full_disk_fails_the_run_in_one_line_and_keeps_records(
+        trained, tmp_path, capsys, monkeypatch):
+    """A disk that fills while seed 1 trains: the sweep ends with its closing
+    summary (one line for the run), exit 1, no 0-byte temporaries, seed 0 kept."""
+    root, seed0 = _copy(trained, tmp_path)
+    stamp = (seed0 / "metrics.json").stat().st_mtime_ns
+    _in_process_executor(monkeypatch)
+    _disk_full(monkeypatch)
+    capsys.readouterr()
+    assert main(["run", "--seeds", "2", "--results", str(root), *TINY]) == 1
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert "0 trained, 1 already done, 1 failed" in out
+    (failed,) = [line for line in out.splitlines() if "seed1" in line and "failed" in line]
+    assert "disk full" in failed and "free space and rerun" in failed
+    assert not [p for p in root.rglob(".*")], "a temporary was left behind"
+    assert store.verify(seed0) is None
+    assert (seed0 / "metrics.json").stat().st_mtime_ns == stamp
+
+
+def test_issue_point6_a_run_that_cannot_even_take_its_lock_fails_in_one_line(
+        tmp_path, monkeypatch):
+    from bench.sweep import runstate, worker
+    from bench.sweep.grid import RunSpec
+    from bench.core.config import TrainConfig
+
+    spec = RunSpec("digits", "smallcnn", "sl1h", (), TrainConfig(), 0, "abc", str(tmp_path))
+    _disk_full(monkeypatch, keep=())
+    out = worker.execute(spec)
+    assert out["status"] == "failed" and out["reason"].startswith("disk full")
+    assert not runstate.lock_path(spec.record).exists()  # no empty lock left to hold it
+    assert not [p for p in tmp_path.rglob(".*")]
+
+
+def test_issue_point6_died_run_on_a_full_disk_is_one_summary_line(tmp_path, monkeypatch):
+    """The sweep records a run whose process ended without reporting; on a full
+    disk that record cannot be written either: the reason says disk full."""
+    from bench.sweep import executors
+    from bench.sweep.grid import RunSpec
+    from bench.core.config import TrainConfig
+
+    spec = RunSpec("digits", "smallcnn", "sl1h", (), TrainConfig(), 0, "abc", str(tmp_path))
+    _disk_full(monkeypatch, keep=())
+    out = executors.died(spec, "process exited with code 0 before reporting", pid=1)
+    assert out["status"] == "failed" and out["reason"].startswith("disk full")
+    assert not [p for p in tmp_path.rglob(".*")]
+
+
+def test_issue_point6_report_on_a_full_disk_is_one_line_exit_2(trained, tmp_path, capsys,
+                                                               monkeypatch):
+    import errno
+
+    import pandas as pd
+
+    root, _ = _copy(trained, tmp_path)
+
+    def full(self, path=None, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    capsys.readouterr()
+    assert main(["report", "--results", str(root), "--out", str(tmp_path / "rep"),
+                 "--no-plots", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("bench: error: disk full writing ")
+    assert ".csv" in err and "free space and rerun" in err
