@@ -62,7 +62,9 @@ def test_issue_point3_offline_without_weights_names_no_pretrained(tmp_path, monk
                                                                   capsys):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty-hub"))
     argv = ["run", "--dataset", "digits", "--backbone", "resnet50", "--seeds", "1",
-            "--results", str(tmp_path / "res"), "--no-progress"]
+            "--results", str(tmp_path / "res"), "--no-progress", "--set", "cycles=1",
+            "--set", "epochs_per_cycle=1", "--set", "image_size=16",  # tiny if it trained
+            "--data-opt", "train_per_class=1"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "no ImageNet weights for resnet50" in err
