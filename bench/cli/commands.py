@@ -160,6 +160,7 @@ def resolve_run(args):
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
     from bench.train.loop import check_config  # torch: imported only when running
 
+    cfg = _initial_weights(cfg, args)
     check_config(cfg)  # a bad choice fails here, not once per run
     check_choices(cfg)
     preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
@@ -169,19 +170,24 @@ def resolve_run(args):
     return seeds, methods, cfg, datasets, backbones, per_method
 
 
+def _initial_weights(cfg: TrainConfig, args) -> TrainConfig:
+    """--pretrained / --no-pretrained over the profile's default; --weights
+    implies weights. The grid drops a profile default for smallcnn."""
+    pretrained, weights = getattr(args, "pretrained", None), getattr(args, "weights", None)
+    if pretrained is False and weights:
+        raise BenchError(f"--weights {weights} and --no-pretrained contradict each "
+                         "other; give one (--weights: that file, --no-pretrained: from scratch)")
+    if pretrained is not None:
+        cfg = dataclasses.replace(cfg, pretrained=pretrained)
+    return dataclasses.replace(cfg, pretrained=True) if weights else cfg
+
+
 def run(args) -> int:
     from bench.sweep.run import exit_code, run_sweep, summary_text
 
     check_options(args)
     store.require_writable_dir(args.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
-    if args.pretrained is False and args.weights:
-        raise BenchError(f"--weights {args.weights} and --no-pretrained contradict each "
-                         "other; give one (--weights: that file, --no-pretrained: from scratch)")
-    if args.pretrained is not None:
-        cfg = dataclasses.replace(cfg, pretrained=args.pretrained)
-    if args.weights:
-        cfg = dataclasses.replace(cfg, pretrained=True)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
                                      args.results, args.data_root, args.device, args.force,
                                      load_options(args), getattr(args, "weights", None),

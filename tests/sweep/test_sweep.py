@@ -51,7 +51,8 @@ def test_method_paper_is_exactly_the_papers_trained_rows(capsys, tmp_path):
 
 
 def test_grid_keys_and_changed_hyperparameter_gives_new_record(tmp_path):
-    specs = specs_for(run_args(tmp_path, "--backbone", "smallcnn,resnet18", "--seeds", "0-1"))
+    specs = specs_for(run_args(tmp_path, "--backbone", "smallcnn,resnet18", "--seeds", "0-1",
+                               "--no-pretrained"))  # no ImageNet weights offline
     keys = [(s.backbone, s.method, s.seed) for s in specs]
     assert keys == [("smallcnn", "sl1h", 0), ("smallcnn", "sl1h", 1),
                     ("resnet18", "sl1h", 0), ("resnet18", "sl1h", 1)]
