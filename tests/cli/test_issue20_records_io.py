@@ -289,3 +289,16 @@ def test_issue_point6_report_on_a_full_disk_is_one_line_exit_2(trained, tmp_path
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("bench: error: disk full writing ")
     assert ".csv" in err and "free space and rerun" in err
+
+
+def test_issue_point9_checksummed_record_without_digest_stays_intact(tmp_path):
+    """Records of the versions between checksums and the digest have `files`
+    but no `digest`: still intact; a damaged file in them is still named."""
+    path = store.write_record(tmp_path / "d" / "b" / "m" / "h" / "seed0", {"a": 1},
+                              {"test": {"acc": 0.5}}, {"v": np.ones(3)})
+    metrics = store.read_json(path / "metrics.json")
+    del metrics["digest"]
+    (path / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    assert store.verify(path) is None
+    (path / "config.json").write_text('{"a": 2}')
+    assert store.verify(path).startswith("config.json: ")
