@@ -121,10 +121,11 @@ def test_sigkill_mid_run_then_rerun_trains_only_missing(tmp_path):
 def _record(tmp_path, files=True) -> Path:
     path = tmp_path / "d" / "b" / "m" / "h" / "seed0"
     store.write_record(path, {"a": 1}, {"x": 1}, {"v": np.arange(50.0)})
-    if not files:  # as written before checksums existed
+    if not files:  # as written before checksums existed: no files, no digest
         m = json.loads((path / "metrics.json").read_text())
-        del m["files"]
+        del m["files"], m["digest"]
         (path / "metrics.json").write_text(json.dumps(m))
+        assert store.verify(path) is None  # intact until damaged below
     return path
 
 
