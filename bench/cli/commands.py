@@ -1,6 +1,7 @@
 """`bench list` and `bench run`."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 from tabulate import tabulate
@@ -44,8 +45,10 @@ def add_parser(sub) -> None:
     p.add_argument("--results", default="results", help="run-record root")
     p.add_argument("--data-root", default=None, help="where dataset files live")
     add_data_options(p)  # --data-opt KEY=VALUE, --download
-    p.add_argument("--pretrained", action="store_true",
-                   help="ImageNet weights from the local torch hub / Hugging Face cache")
+    p.add_argument("--pretrained", action=argparse.BooleanOptionalAction, default=None,
+                   help="ImageNet weights from the local torch hub / Hugging Face cache "
+                        "(default: on under --profile paper / paper-text for backbones that "
+                        "have them, off under quick / demo; --no-pretrained: from scratch)")
     p.add_argument("--weights", default=None, metavar="PATH",
                    help="initial backbone weights (.safetensors or torch state dict)")
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if present)")
@@ -160,6 +163,7 @@ def resolve_run(args):
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
     from bench.train.loop import check_config  # torch: imported only when running
 
+    cfg = _initial_weights(cfg, args)
     check_config(cfg)  # a bad choice fails here, not once per run
     check_choices(cfg)
     preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
@@ -196,6 +200,18 @@ def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
     return choices_error("--set key", key, valid)
 
 
+def _initial_weights(cfg: TrainConfig, args) -> TrainConfig:
+    """--pretrained / --no-pretrained over the profile's default; --weights
+    implies weights. The grid drops a profile default for smallcnn."""
+    pretrained, weights = getattr(args, "pretrained", None), getattr(args, "weights", None)
+    if pretrained is False and weights:
+        raise BenchError(f"--weights {weights} and --no-pretrained contradict each "
+                         "other; give one (--weights: that file, --no-pretrained: from scratch)")
+    if pretrained is not None:
+        cfg = dataclasses.replace(cfg, pretrained=pretrained)
+    return dataclasses.replace(cfg, pretrained=True) if weights else cfg
+
+
 def run(args) -> int:
     from bench.sweep.run import exit_code, run_sweep, summary_text
 
@@ -204,12 +220,11 @@ def run(args) -> int:
     check_options(args)
     store.require_writable_dir(args.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
-    if args.pretrained or args.weights:
-        cfg = dataclasses.replace(cfg, pretrained=True)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
                                      args.results, args.data_root, args.device, args.force,
                                      load_options(args), getattr(args, "weights", None),
-                                     dry_run=args.dry_run)
+                                     dry_run=args.dry_run,
+                                     pretrained_asked=bool(args.pretrained or args.weights))
     if args.dry_run:
         from bench.sweep.dryrun import dry_run_table, protocol_json, protocol_table, protocols
 

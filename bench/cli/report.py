@@ -20,6 +20,8 @@ from bench.report import latex
 from bench.report import stats
 from bench.core import store
 from bench.report import textables
+from bench.report import unfinished
+from bench.sweep.runstate import live_holder
 from bench.core.calibration import ensemble_probs
 from bench.report.derived import DENS, ENSEMBLE_OF, has_ensemble
 from bench.core.errors import BenchError
@@ -138,7 +140,9 @@ def load(args):
         runs = [r for r in runs if r.seed in wanted]
     done = {(r.dataset, r.backbone, r.method, r.chash, str(r.seed)) for r in runs}
     # a failure that a later rerun replaced by a finished record is history, not news
-    failures = [f for f in aggregate.find_failures(args.results)
+    found = aggregate.find_failures(args.results) + unfinished.unfinished_runs(
+        args.results, live=live_holder)  # a run training now is not unfinished
+    failures = [f for f in found
                 if (f["dataset"], f["backbone"], f["method"], f["config_hash"],
                     str(f["seed"])) not in done] + damaged
     notes = [f"skipped damaged record {f['path']}: {f['reason'].removeprefix('damaged: ')}"
@@ -334,6 +338,8 @@ def report(args) -> int:
     if not 0 < args.alpha < 1:
         raise BenchError(f"--alpha {args.alpha}: a significance level must be > 0 and < 1 "
                          "(e.g. 0.05)")
+    if not str(args.results).strip():
+        store.require_results_dir(args.results)  # '' would read the current directory
     out = store.require_writable_dir(args.out, "--out")
     parse_metrics(args.metrics)  # a bad --metrics stops before anything is read or written
     runs, failures, notes = load(args)

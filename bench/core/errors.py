@@ -1,8 +1,14 @@
-"""One exception type for every user-facing failure.
+"""One exception type for every user-facing failure, and the one line a
+full disk is reported as.
 
 The CLI turns a BenchError into a single line on stderr and a non-zero exit,
 so the message must name the bad value and what is allowed.
 """
+
+import errno
+import os
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class BenchError(Exception):
@@ -20,3 +26,14 @@ def choices_error(kind: str, value, valid) -> BenchError:
     listed = ", ".join(str(v) for v in valid)
     hint = PLUGIN_HINT if kind in PLUGIN_KINDS else ""
     return BenchError(f"unknown {kind} '{value}'; choose from: {listed}{hint}")
+
+
+def is_disk_full(err: BaseException) -> bool:
+    return isinstance(err, OSError) and err.errno in DISK_FULL
+
+
+def disk_full_message(err: OSError) -> str:
+    """One line for a write that found no space (or quota) left."""
+    where = f" writing {err.filename}" if err.filename else ""
+    return (f"disk full{where}: {os.strerror(err.errno).lower()}; free space and rerun "
+            "(finished records are kept)")

@@ -170,23 +170,37 @@ def _fit(backbone: str, image_size: int, impl: str, spec) -> None:
     create_backbone(backbone, image_size, weights=spec, impl=impl)
 
 
+def _profile_weights(cfg: TrainConfig, backbone: str, asked: bool) -> TrainConfig:
+    """The profile's ImageNet default applies to backbones that have weights;
+    one without (smallcnn) trains from scratch unless weights were asked for."""
+    from bench.train.backbones import has_imagenet_weights
+
+    if cfg.pretrained and not asked and not has_imagenet_weights(backbone):
+        return dataclasses.replace(cfg, pretrained=False)
+    return cfg
+
+
 def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
                 results: str, data_root=None, device=None, force=False, options: tuple = (),
-                weights: str | None = None, dry_run: bool = False):
+                weights: str | None = None, dry_run: bool = False,
+                pretrained_asked: bool = False):
     """The grid in order dataset > backbone > method > seed (seeds innermost, so
     a method's seeds finish together). `backbones` None = each dataset's default;
     `methods` are Method objects with their overrides applied, `overrides` maps a
     method name to the raw --set values it owns (replayed by the worker).
     `dry_run`: ImageNet weights missing from the cache do not stop the grid
-    (their runs show as 'no weights'). Returns (specs, {config hash: Experiment})."""
+    (their runs show as 'no weights'). `pretrained_asked`: --pretrained or
+    --weights was given; otherwise a profile's ImageNet default is dropped for
+    backbones without weights (smallcnn). Returns (specs, {hash: Experiment})."""
     specs, experiments = [], {}
     for dataset in datasets:
         for backbone in backbones or [None]:
             if backbone is None:
                 backbone = default_backbone(dataset, data_root, options)
+            bcfg = _profile_weights(cfg, backbone, pretrained_asked)
             for method in methods:
                 proto = RunSpec(dataset, backbone, method.name,
-                                tuple(sorted(overrides.get(method.name, {}).items())), cfg, 0, "",
+                                tuple(sorted(overrides.get(method.name, {}).items())), bcfg, 0, "",
                                 str(results), data_root, device, force, options, weights)
                 exp, bundle = experiment_for(proto, method, missing_ok=dry_run)
                 # Method/dataset mismatches (e.g. more heads than classes) stop

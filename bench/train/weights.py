@@ -159,7 +159,8 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
             raise BenchError(
                 f"no ImageNet weights for {backbone} ({tag}) in the torch hub cache "
                 f"({torch.hub.get_dir()}/checkpoints); rerun once online with --download, copy "
-                "that file here, or pass --weights PATH (a torchvision state dict)")
+                "that file here, pass --weights PATH (a torchvision state dict), or "
+                "--no-pretrained to train from scratch")
         return WeightsSpec(hit[0], f"{hit[1]} sha256:{file_digest(hit[0])}")
     name = timm_name(backbone)
     import timm
@@ -176,8 +177,9 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
         hub = _hub_id(name) or name
         raise BenchError(
             f"no ImageNet weights for {backbone} ({hub}) in the local Hugging Face/torch hub "
-            "cache; rerun once online with --download, copy that cache here (HF_HOME), or pass "
-            "--weights PATH (.safetensors or a torch state dict)")
+            "cache; rerun once online with --download, copy that cache here (HF_HOME), pass "
+            "--weights PATH (.safetensors or a torch state dict), or --no-pretrained to train "
+            "from scratch")
     path, source = hit
     return WeightsSpec(path, f"{source} sha256:{file_digest(path)}")
 
