@@ -62,9 +62,19 @@ def _job_of(spec) -> str:
     return runstate.read_json(runstate.lock_path(spec.record))["slurm_job"]
 
 
+def _state(job: str) -> str:
+    return subprocess.run(["squeue", "--states=all", "--noheader", "--format=%T", "--jobs", job],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def _reason(job: str) -> str:
+    return subprocess.run(["squeue", "--states=all", "--noheader", "--format=%T %r", "--jobs",
+                           job], capture_output=True, text=True).stdout.strip()
+
+
 def _submitted_tasks(results) -> int:
-    return sum(1 for p in (Path(results) / "_submitit").iterdir()
-               if p.is_dir() and "_" in p.name)
+    """Tasks submitted so far: submitit writes one <task id>_submitted.pkl per task."""
+    return len(list((Path(results) / "_submitit").glob("*/*_submitted.pkl")))
 
 
 def test_default_run_on_a_cpu_partition_trains_and_reports(tmp_path):
@@ -105,6 +115,7 @@ def test_scancelled_task_is_reported_and_the_rerun_resumes_only_it(tmp_path):
         wait_for(lambda s=spec: _saved_first_cycle(gate, s).exists(), timeout=240)
     job = _job_of(b)
     subprocess.run(["scancel", job], check=True)
+    wait_for(lambda: _state(job) == "CANCELLED", timeout=120)  # gone before the gate opens
     (gate / "open").touch()
     out, err = sweep.communicate(timeout=240)
     assert sweep.returncode == 1, err
@@ -161,7 +172,11 @@ def test_signalled_task_checkpoints_requeues_and_resumes(tmp_path):
     (spec,) = _specs(tmp_path, "1")
     sweep = _start(_argv(tmp_path, "1", "--cpus-per-job", "1"), _env(gate))
     wait_for(lambda: _saved_first_cycle(gate, spec).exists(), timeout=240)
-    subprocess.run(["scancel", "--signal=USR2", _job_of(spec)], check=True)
+    job = _job_of(spec)
+    subprocess.run(["scancel", "--signal=USR2", job], check=True)
+    # Slurm holds a requeued job back (BeginTime, ~2 minutes); release it now
+    wait_for(lambda: "BeginTime" in _reason(job), timeout=120)
+    subprocess.run(["scontrol", "update", f"JobId={job}", "BeginTime=now"], check=True)
     log = runstate.log_path(spec.record)
     wait_for(lambda: log.read_text().count("start ") == 2, timeout=240)  # requeued, restarted
     (gate / "open").touch()
