@@ -94,10 +94,16 @@ def parameters(opts) -> dict:
     """submitit's update_parameters for one array."""
     params = {"timeout_min": opts.time, **resources(opts), "tasks_per_node": 1, "nodes": 1,
               "name": "bench", "slurm_array_parallelism": opts.array_parallelism,
-              "slurm_signal_delay_s": SIGNAL_DELAY_S}
+              "slurm_signal_delay_s": signal_delay(opts.time)}
     if opts.partition:
         params["slurm_partition"] = opts.partition
     return params
+
+
+def signal_delay(minutes: int) -> int:
+    """Seconds before the limit that SIGUSR2 comes: 90, but at most a quarter
+    of a short limit (`--time 1` would otherwise be signalled at its start)."""
+    return min(SIGNAL_DELAY_S, max(10, minutes * 60 // 4))
 
 
 def sbatch_lines(opts, n: int) -> list[str]:
