@@ -138,6 +138,9 @@ def test_scancelled_task_is_reported_and_the_rerun_resumes_only_it(tmp_path):
     assert f"SLURM job {job} ended CANCELLED" in out and "Traceback" not in err
     assert store.state_path(b.record).exists() and not store.is_complete(b.record)
 
+    dry = _bench(_argv(tmp_path, "2", "--dry-run"), _env())
+    assert "resumes from its state saved at a cycle end" in dry.stdout
+    assert "one job array of 1 tasks" in dry.stdout
     before = _submitted_tasks(tmp_path)
     again = _bench(_argv(tmp_path, "2", "--cpus-per-job", "1"), _env())
     assert again.returncode == 0, again.stderr
