@@ -176,9 +176,9 @@ class FusedStepper:
     def load_state_dict(self, state: dict) -> None:
         # copied in place: the stacked tensors keep their addresses (optimiser,
         # torch.compile's static inputs)
-        for ours, saved in ((self.fm.params, state["params"]), (self.fm.buffers, state["buffers"])):
+        for name, ours in (("params", self.fm.params), ("buffers", self.fm.buffers)):
             for k, v in ours.items():
-                v.copy_(saved[k])
+                v.copy_(state[name][k])
         self.opt.load_state_dict(state["opt"])
         for g, s in zip((*self.gens, *self.aug_gens), state["gens"], strict=True):
             g.set_state(s)
