@@ -69,10 +69,11 @@ def _memory_mb() -> int:
 
 
 def slurm_conf(folder: Path, host: str, cpus: int, memory_mb: int, socket_path: Path) -> str:
+    """Addresses are 127.0.0.1: a fresh CI machine's hostname may not resolve."""
     ports = f"SlurmctldPort={_free_port()}\nSlurmdPort={_free_port()}"
     return f"""\
 ClusterName=benchtest
-SlurmctldHost={host}
+SlurmctldHost={host}(127.0.0.1)
 {ports}
 AuthType=auth/munge
 AuthInfo=socket={socket_path}
@@ -98,7 +99,7 @@ SlurmctldPidFile={folder}/slurmctld.pid
 SlurmdPidFile={folder}/slurmd.pid
 SlurmctldLogFile={folder}/slurmctld.log
 SlurmdLogFile={folder}/slurmd.log
-NodeName={host} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
 PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 
