@@ -4,13 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
+step() { echo "setup.sh: $*" >&2; }  # a line before each long step: a fresh
+# machine spends minutes in pip and apt with nothing else printed
 if [ ! -x .venv/bin/python ]; then
+    step "creating .venv"
     "$PY" -m venv .venv
 fi
+step "installing torch and torchvision (minutes on a fresh machine)"
 # torch/torchvision pinned to releases that install offline from this
 # workplace's local index; anywhere else pip fetches them from PyPI.
 .venv/bin/python -m pip install -q --disable-pip-version-check \
     "torch==2.14.1" "torchvision==0.29.1" 2>&1 | grep -v '^WARNING: Location' || true
+step "installing mhml-bench and its test extras"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,extra]" 2>&1 \
     | grep -v '^WARNING: Location' || true
 .venv/bin/python -c "import bench.methods, bench.datasets, torch" \
@@ -19,8 +24,10 @@ fi
 # rotating, amssymb all come with texlive-latex-recommended). Only where it is
 # missing and apt-get exists (root, or passwordless sudo); never fatal.
 if ! command -v pdflatex >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    step "installing pdflatex (texlive-latex-recommended) with apt-get"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"
     { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
         --no-install-recommends texlive-latex-recommended; } >/dev/null 2>&1 \
         || echo "setup.sh: could not install texlive-latex-recommended (pdflatex); LaTeX compile tests will fail" >&2
 fi
+step "done"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -135,10 +136,13 @@ def cached_images(paths: list[str], size: int, cache_dir: Path, progress: bool =
 
     Raises BadImages naming every missing/unreadable file before anything is
     trained; a failed build leaves no cache file behind."""
-    cache_dir = Path(cache_dir)
+    cache_dir = check_cache_dir(cache_dir)
     final = cache_dir / f"{cache_key(paths, size)}.npy"
     if final.exists():
-        return np.load(final, mmap_mode="c")
+        why = damage(final, (len(paths), size, size, 3))
+        if why is None:
+            return np.load(final, mmap_mode="c")
+        set_aside(final, why)  # then rebuilt below, from the image files
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = final.with_suffix(f".tmp{os.getpid()}.npy")
     arr = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8,
@@ -154,3 +158,54 @@ def cached_images(paths: list[str], size: int, cache_dir: Path, progress: bool =
         if tmp.exists():
             tmp.unlink()
     return np.load(final, mmap_mode="c")
+
+
+def check_cache_dir(cache_dir) -> Path:
+    """The cache folder, or a one-line error when that path is a file."""
+    cache_dir = Path(cache_dir)
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise BenchError(f"image cache folder {cache_dir} is a file, not a folder; point "
+                         "BENCH_CACHE_DIR (or --data-opt cache=) at a folder, or move that file")
+    return cache_dir
+
+
+def damage(path: Path, shape: tuple | None = None) -> str | None:
+    """Why a cache array cannot be used (truncated, not an .npy, wrong shape),
+    or None. Reads the header only: the size a complete file must have."""
+    try:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0)
+            found, _, dtype = read(fh)
+            need = fh.tell() + int(np.prod(found)) * dtype.itemsize
+        size = path.stat().st_size
+    except (OSError, ValueError):  # numpy's message quotes raw bytes: not for a terminal
+        return "unreadable: not a complete .npy array"
+    if size < need:
+        return f"truncated: {size} of {need} bytes"
+    if shape is not None and (tuple(found) != tuple(shape) or dtype != np.uint8):
+        return f"holds {dtype} {tuple(found)}, expected uint8 {tuple(shape)}"
+    return None
+
+
+def set_aside(path: Path, why: str) -> Path:
+    """Rename a damaged cache file out of the way (kept for inspection, never
+    read again) and say so in one line; the next use rebuilds it."""
+    aside = path.with_name(f"{path.stem}.damaged")
+    os.replace(path, aside)
+    print(f"bench: warning: image cache {path} was damaged ({why}); moved to {aside.name}, "
+          "rebuilt from the image files", file=sys.stderr)
+    return aside
+
+
+def check_cache(cache_dir) -> list[tuple[str, str]]:
+    """(path, why) for every damaged array in a cache folder, each set aside."""
+    cache_dir = check_cache_dir(cache_dir)
+    if not cache_dir.is_dir():
+        return []
+    bad = [(p, damage(p)) for p in sorted(cache_dir.glob("*.npy")) if ".tmp" not in p.name]
+    for path, why in bad:
+        if why is not None:
+            set_aside(path, why)
+    return [(str(p), why) for p, why in bad if why is not None]

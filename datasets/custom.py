@@ -17,6 +17,7 @@ Missing validation sets are always carved out of train deterministically
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +55,10 @@ def class_names(rows: dict, files: dict) -> list[str]:
     integer class no row uses (a gap) is an error: it would silently add an
     empty class and change the model, ECE and NLL."""
     values = sorted({lab for r in rows.values() for _, lab in r})
-    if not all(v.lstrip("-").isdigit() for v in values):
+    integers = sorted((v for v in values if v.lstrip("-").isdigit()), key=int)
+    if integers and len(integers) < len(values):  # 0, 1, 2, dog: a typo, not a 4th class
+        _non_integer(rows, files, integers)
+    if not integers:
         return values
     present = {int(v) for v in values}
     missing = sorted(set(range(max(present) + 1)) - present)
@@ -67,9 +71,41 @@ def class_names(rows: dict, files: dict) -> list[str]:
     return [str(i) for i in range(max(present) + 1)]
 
 
+def _non_integer(rows: dict, files: dict, integers: list[str]) -> None:
+    """Name the first label that is not an integer among integer labels."""
+    shown = ", ".join(integers[:4]) + (", ..." if len(integers) > 4 else "")
+    for split, r in rows.items():
+        for row, (_, lab) in enumerate(r, 1):
+            if not lab.lstrip("-").isdigit():
+                raise BenchError(f"{files[split]} row {row}: label '{lab}' is not an integer "
+                                 f"like the other labels ({shown}); use integers 0..K-1 or "
+                                 f"class names throughout{HINT}")
+
+
+def check_rows(rows: dict, files: dict) -> None:
+    """Every row has a label; one file given as two splits is warned about
+    (test numbers on training images measure fit, not generalisation)."""
+    for split, r in rows.items():
+        for row, (_, lab) in enumerate(r, 1):
+            if not lab:
+                raise BenchError(f"{files[split]} row {row}: empty label; every row needs a "
+                                 "class name or index")
+    seen: dict = {}
+    for split in rows:
+        same = seen.setdefault(Path(files[split]).resolve(), split)
+        if same != split:
+            print(f"bench: warning: --data-opt {same}= and {split}= are the same file "
+                  f"{files[split]}; its {split} numbers are measured on {same} images",
+                  file=sys.stderr)
+
+
 def _index(name, root, classes, splits, how, declared=None) -> FileIndex:
     # Declared classes go into the run hash: an extra empty class changes the model
     # (inferred classes follow from the labels, already hashed).
+    if len(classes) < 2:  # one class: ACC 1, ECE 0 and an undefined AUC, not a result
+        raise BenchError(f"{name}: only one class ({', '.join(classes) or 'none'}) under "
+                         f"{root}; a classifier needs at least 2 classes (add a class "
+                         "sub-folder or rows with another label)")
     return FileIndex(name=name, root=Path(root), classes=classes,
                      paths={s: splits[s][0] for s in SPLITS},
                      labels={s: splits[s][1] for s in SPLITS},
@@ -87,6 +123,7 @@ def csv_index(data_root=None, **options) -> FileIndex:
     root = Path(data_root) if data_root else Path(options["train"]).parent
     cols = (options.get("path_col", "image"), options.get("label_col", "label"))
     rows = {s: read_csv_rows(options[s], cols) for s in SPLITS if options.get(s)}
+    check_rows(rows, options)
     classes = declared_classes(options["classes"]) if options.get("classes") else \
         class_names(rows, options)
     splits = {s: ([str(root / p) for p, _ in r], label_ids([lab for _, lab in r], classes,

@@ -113,13 +113,19 @@ def read_csv_dicts(path: str | Path, columns, missing: str = "") -> list[dict[st
     path = Path(path)
     if not path.is_file():
         raise BenchError(missing or f"split CSV '{path}' does not exist")
-    with open(path, newline="") as fh:
+    # utf-8-sig: a CSV saved by Excel starts with a byte-order mark that would
+    # otherwise become part of the first column's name ('\ufeffimage')
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         absent = [c for c in columns if c not in (reader.fieldnames or [])]
         if absent:
             raise BenchError(f"{path}: missing column(s) {absent}; "
                              f"found {reader.fieldnames}, expected {list(columns)}")
-        return [{c: row[c].strip() for c in columns} for row in reader]
+        rows = [{c: (row[c] or "").strip() for c in columns} for row in reader]
+    if not rows:
+        raise BenchError(f"{path}: no rows below the header; list one image per row "
+                         f"({', '.join(columns)})")
+    return rows
 
 
 def read_csv_rows(path: str | Path, columns: tuple[str, str]) -> list[tuple[str, str]]:

@@ -108,6 +108,11 @@ def _read_npz(path: Path, flag: str) -> dict[str, tuple[np.ndarray, np.ndarray]]
                                  "one label per image, shape (N, 1)")
             labels = labels.reshape(-1).astype(np.int64)
             check_labels(labels, class_names(flag), f"{path} {s}_labels")
+            if len(images) != len(labels):
+                raise BenchError(f"{path}: the {s} split has {len(images)} images "
+                                 f"({s}_images) but {len(labels)} labels ({s}_labels); "
+                                 "every image needs exactly one label (re-download with "
+                                 "--download)")
             out[s] = (to_rgb(images, path, s), labels)
     return out
 

@@ -23,6 +23,7 @@ ALLOWED = {
     "speed": {"core", "train", "sweep", "methods", "datasets"},
     "cli": {"core", "train", "sweep", "report", "speed", "methods", "datasets"},
     "results": {"core", "report"},  # bench.results: the public facade of the results frame
+    "plugins": {"core", "train", "methods", "datasets"},  # bench.plugins: the plugin API
 }
 
 

@@ -6,12 +6,9 @@ retrains it, `bench report` skips it.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from tabulate import tabulate
 
 from bench.core import store
-from bench.core.errors import BenchError
 
 
 def add_parser(sub) -> None:
@@ -22,10 +19,7 @@ def add_parser(sub) -> None:
 
 
 def check(args) -> int:
-    root = Path(args.results)
-    if not root.is_dir():
-        raise BenchError(f"--results {root}: not a directory; give the folder `bench run` "
-                         "wrote its records to")
+    root = store.require_results_dir(args.results)
     paths = store.iter_seed_dirs(root)
     damaged = [(str(p.relative_to(root)), reason) for p in paths
                if (reason := store.verify(p)) is not None]

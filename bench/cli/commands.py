@@ -1,6 +1,7 @@
 """`bench list` and `bench run`."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 from tabulate import tabulate
@@ -9,9 +10,9 @@ from bench.train.backbones import BACKBONES, PAPER_BACKBONES
 from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
                                apply_overrides, check_choices, field_types, get_profile,
                                key_table, parse_set)
-from bench.cli.data import add_data_options
+from bench.cli.data import add_data_options, check_data_paths
 from bench.core import store
-from bench.core.errors import choices_error
+from bench.core.errors import BenchError, choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
 from bench.core.seeds import parse_seeds
@@ -36,15 +37,18 @@ def add_parser(sub) -> None:
                         "resnet50, convnext_tiny, swin_tiny; default: the dataset's)")
     p.add_argument("--seeds", default="5", help="N (seeds 0..N-1), A-B, or a comma list")
     p.add_argument("--profile", default="paper",
-                   help="paper (the released code's protocol) | paper-text | quick")
+                   help="paper (the released code's protocol) | paper-text | quick | demo "
+                        "(`bench list` shows each)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a training or method hyper-parameter (repeatable); "
                         "`bench list --keys` lists every key, its default and range")
     p.add_argument("--results", default="results", help="run-record root")
     p.add_argument("--data-root", default=None, help="where dataset files live")
     add_data_options(p)  # --data-opt KEY=VALUE, --download
-    p.add_argument("--pretrained", action="store_true",
-                   help="ImageNet weights from the local torch hub / Hugging Face cache")
+    p.add_argument("--pretrained", action=argparse.BooleanOptionalAction, default=None,
+                   help="ImageNet weights from the local torch hub / Hugging Face cache "
+                        "(default: on under --profile paper / paper-text for backbones that "
+                        "have them, off under quick / demo; --no-pretrained: from scratch)")
     p.add_argument("--weights", default=None, metavar="PATH",
                    help="initial backbone weights (.safetensors or torch state dict)")
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if present)")
@@ -53,7 +57,8 @@ def add_parser(sub) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="list the runs, which are done and each run's protocol, then exit")
     p.add_argument("--json", action="store_true",
-                   help="with --dry-run: one JSON object per run (protocol and status)")
+                   help="with --dry-run: one JSON object per run (protocol and status); "
+                        "refused without --dry-run")
     add_executor_options(p)
     p.set_defaults(func=run)
 
@@ -68,7 +73,8 @@ def registries():
 def list_registries() -> str:
     blocks = []
     for title, reg in registries().items():
-        rows = list(reg.describe())
+        # where each entry comes from: built-in or the plugin that registered it
+        rows = [(name, reg.origin(name), desc) for name, desc in reg.describe()]
         blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
     profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
     blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))
@@ -153,10 +159,11 @@ def resolve_run(args):
     valid = set(train_keys).union(*owned.values())
     for key in raw:
         if key not in valid:
-            raise choices_error("--set key", key, sorted(valid))
+            raise unknown_key(key, names, sorted(valid))
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
     from bench.train.loop import check_config  # torch: imported only when running
 
+    cfg = _initial_weights(cfg, args)
     check_config(cfg)  # a bad choice fails here, not once per run
     check_choices(cfg)
     preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
@@ -166,18 +173,58 @@ def resolve_run(args):
     return seeds, methods, cfg, datasets, backbones, per_method
 
 
+def check_run_flags(args) -> None:
+    """Flags that need no data: refused before any grid is built or written."""
+    from bench.core.device import check_device
+
+    if args.json and not args.dry_run:
+        # a real run prints tables and a summary; JSON lines describe the plan only
+        raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
+                         "(nothing is trained) or drop --json")
+    if args.device is not None:
+        check_device(args.device, indexed=True)
+    if args.weights is not None and not args.weights.strip():
+        raise BenchError("--weights '': empty path; give a .safetensors file or a torch state "
+                         "dict, or drop --weights")
+
+
+def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
+    """An unknown --set key; when other methods have it, name them."""
+    from bench.methods import method_params, training_methods
+
+    owners = [m for m in training_methods()
+              if key in {f.name for f in dataclasses.fields(method_params(m))}]
+    if owners:
+        return BenchError(f"--set {key}: not a key of {', '.join(names)}; it belongs to "
+                          f"{', '.join(owners)} (add one of them to --method, or drop it)")
+    return choices_error("--set key", key, valid)
+
+
+def _initial_weights(cfg: TrainConfig, args) -> TrainConfig:
+    """--pretrained / --no-pretrained over the profile's default; --weights
+    implies weights. The grid drops a profile default for smallcnn."""
+    pretrained, weights = getattr(args, "pretrained", None), getattr(args, "weights", None)
+    if pretrained is False and weights:
+        raise BenchError(f"--weights {weights} and --no-pretrained contradict each "
+                         "other; give one (--weights: that file, --no-pretrained: from scratch)")
+    if pretrained is not None:
+        cfg = dataclasses.replace(cfg, pretrained=pretrained)
+    return dataclasses.replace(cfg, pretrained=True) if weights else cfg
+
+
 def run(args) -> int:
     from bench.sweep.run import exit_code, run_sweep, summary_text
 
+    check_run_flags(args)
+    check_data_paths(args)
     check_options(args)
     store.require_writable_dir(args.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
-    if args.pretrained or args.weights:
-        cfg = dataclasses.replace(cfg, pretrained=True)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
                                      args.results, args.data_root, args.device, args.force,
                                      load_options(args), getattr(args, "weights", None),
-                                     dry_run=args.dry_run)
+                                     dry_run=args.dry_run,
+                                     pretrained_asked=bool(args.pretrained or args.weights))
     if args.dry_run:
         from bench.sweep.dryrun import dry_run_table, protocol_json, protocol_table, protocols
 

@@ -4,7 +4,8 @@
 per-split, per-class counts next to the published totals and names every
 missing or unreadable image by path (each file is fully decoded, because a
 truncated JPEG opens fine and fails only on decode). Exit status 1 when any
-file is bad.
+file is bad. A damaged array in the image cache is named and set aside (the
+next run rebuilds it).
 """
 from __future__ import annotations
 
@@ -34,16 +35,41 @@ def add_parser(sub) -> None:
     c.set_defaults(func=check)
 
 
+def check_data_paths(args) -> None:
+    """A data root or cache folder that is a file fails here in one line, before
+    an adapter tries to read or download into it."""
+    import os
+    from pathlib import Path
+
+    from bench.core.errors import BenchError
+    from bench.datasets.cache import check_cache_dir
+
+    roots = [("--data-root", args.data_root),
+             ("BENCH_DATA_ROOT", os.environ.get("BENCH_DATA_ROOT"))]
+    for name, root in roots:
+        if root and Path(root).exists() and not Path(root).is_dir():
+            raise BenchError(f"{name} {root} is a file; give the folder that holds the "
+                             "dataset's files")
+    for cache in (os.environ.get("BENCH_CACHE_DIR"),
+                  parse_data_opts(args.data_opts).get("cache")):
+        if cache:
+            check_cache_dir(cache)
+
+
 # ------------------------------------------------------------------ check --
 def check(args) -> int:
     from bench.datasets import DATASETS, FILE_INDEXES
     from bench.datasets.cache import verify
 
     DATASETS.get(args.dataset)
+    check_data_paths(args)
     opts = parse_data_opts(args.data_opts)
     if args.dataset in FILE_INDEXES:
-        opts.pop("cache", None)
+        from bench.datasets.cache import check_cache, default_cache_dir
+
+        cache = opts.pop("cache", None)
         index = FILE_INDEXES[args.dataset](args.data_root, **opts)
+        check_cache(cache or default_cache_dir(index.root))  # names and sets aside damage
         classes, labels, published = index.classes, index.labels, index.published
         by_class = index.published_classes
         paths = [p for s in ("train", "val", "test") for p in index.paths[s]]

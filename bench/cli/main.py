@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-from bench.core.errors import BenchError
+from bench.core import plugins
+from bench.core.errors import BenchError, disk_full_message, is_disk_full
 
 SUBCOMMANDS = (
     "bench.cli.commands",  # list, run
@@ -33,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for module in SUBCOMMANDS:
         importlib.import_module(module).add_parser(sub)
+    for command in sub.choices.values():
+        command.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                             help="import MODULE first (repeatable): it registers your own "
+                                  "methods, datasets or backbones (docs/methods.md); also "
+                                  f"{plugins.ENV}=a,b and entry points in group {plugins.GROUP}")
     return parser
 
 
@@ -43,13 +50,33 @@ def main(argv: list[str] | None = None) -> int:
         # running into the tables printed on stdout
         args.no_progress = True
     try:
-        return args.func(args)
+        plugins.load(args.plugin)  # before any name is resolved; workers load them too
+        status = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return status
+    except BrokenPipeError:
+        return _reader_went_away()
     except BenchError as err:
         print(f"bench: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        print(f"bench: error: {disk_full_message(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("bench: interrupted; finished seeds are saved, rerun to continue", file=sys.stderr)
         return 130
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed the pipe (`bench list | head`): stop quietly, as
+    Unix tools do on SIGPIPE, with its status 141 (128 + 13). stdout is pointed
+    at /dev/null so the interpreter's own flush at exit cannot raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 if __name__ == "__main__":

@@ -15,18 +15,22 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from bench.report import aggregate
+from bench.report import aggregate, curves
 from bench.report import latex
 from bench.report import stats
 from bench.core import store
 from bench.report import textables
+from bench.report import unfinished
+from bench.sweep.runstate import live_holder
 from bench.core.calibration import ensemble_probs
 from bench.report.derived import DENS, ENSEMBLE_OF, has_ensemble
 from bench.core.errors import BenchError
 from bench.core.seeds import parse_seeds
 from bench.core.metrics import head_probs
-from bench.report.tables import (CAPTIONS, REFERENCE, backbone_name, build_table, dataset_name, method_name,
-                     missing_notes, ordered_methods)
+from bench.report.tables import (CAPTIONS, METRIC_HEADS, REFERENCE, backbone_name, build_table,
+                                 dataset_name, method_name, missing_notes, ordered_methods)
+
+METRIC_CHOICES = tuple(m for m in METRIC_HEADS if m != "acc")
 
 KINDS = ("main", "std", "ts")
 FRIEDMAN_METRICS = (("rank", False), ("acc", True), ("ece", False), ("nll", False))
@@ -35,6 +39,18 @@ FRIEDMAN_METRICS = (("rank", False), ("acc", True), ("ece", False), ("nll", Fals
 def _csv_list(values) -> list[str] | None:
     items = [v.strip() for text in values or [] for v in text.split(",") if v.strip()]
     return items or None
+
+
+def parse_metrics(text: str | None) -> tuple:
+    """'ece,aece,smece' -> ('ece', 'aece', 'smece'); None -> () (the paper's columns)."""
+    if text is None:
+        return ()
+    items = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    bad = [m for m in items if m not in METRIC_CHOICES]
+    if bad or not items:
+        raise BenchError(f"--metrics '{text}': unknown {', '.join(bad) or 'empty list'}; "
+                         f"allowed: {', '.join(METRIC_CHOICES)}")
+    return items
 
 
 def parse_sections(text: str | None):
@@ -46,6 +62,25 @@ def parse_sections(text: str | None):
     if not any(sections):
         raise BenchError(f"--order '{text}': expected e.g. 'sl1h,ls;dens;2hml,4hml'")
     return tuple(s for s in sections if s)
+
+
+def check_order(text: str | None, present: set) -> None:
+    """--order names only methods (or D-Ens) that have records here, so a typo
+    is named instead of leaving a table empty."""
+    sections = parse_sections(text)
+    if sections is None:
+        return
+    from bench.methods import METHODS
+
+    here = sorted(present) + [DENS]
+    named = [m for sec in sections for m in sec]
+    for name in named:  # a registered method without records here is just absent
+        if name not in here and name not in METHODS:
+            raise BenchError(f"--order: unknown method '{name}'; choose from: {', '.join(here)} "
+                             "(',' separates rows, ';' draws a double rule)")
+    if not set(named) & set(here):
+        raise BenchError(f"--order {text}: none of these methods has records here; choose "
+                         f"from: {', '.join(here)}")
 
 
 def add_parser(sub) -> None:
@@ -65,17 +100,26 @@ def add_parser(sub) -> None:
                                    "the methods it names")
     for kind in KINDS:
         p.add_argument(f"--caption-{kind}", help=f"LaTeX caption of the {kind} table "
-                                                 "({dataset} and {n} are filled in)")
+                                                 "({dataset} and {n} are filled in; "
+                                                 "LaTeX braces are kept)")
     p.add_argument("--cost", action="store_true", help="add params / train s / train img/s / infer ms columns")
     p.add_argument("--significance", action="store_true",
                    help="mark cells that differ from SL1H (paired test over seeds)")
     p.add_argument("--test", default="auto", choices=stats.TESTS,
                    help="paired test: auto = t-test below 6 seeds, Wilcoxon from 6")
-    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level of --significance and of the Nemenyi critical "
+                        "difference in the CD diagrams, in (0, 1) (default 0.05)")
     p.add_argument("--per-seed", action="store_true", help="reliability diagrams per seed too")
     p.add_argument("--compare", choices=("paper",),
                    help="paper: our means against the published ones (z, |z| > 2 flagged), "
                         "the paper's claims tested on these runs (OUT/compare/)")
+    p.add_argument("--metrics", help="table columns after ACC, comma list of "
+                                     f"{', '.join(METRIC_CHOICES)}; default: the paper's "
+                                     "(ece,nll); Rank averages the columns shown")
+    p.add_argument("--ci", action="store_true",
+                   help="95%% intervals in the std table in place of ± std (over seeds; "
+                        "D-Ens and one-seed cells: bootstrap over test samples)")
     p.add_argument("--no-ts", action="store_true", help="skip temperature scaling")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-progress", action="store_true")
@@ -96,7 +140,9 @@ def load(args):
         runs = [r for r in runs if r.seed in wanted]
     done = {(r.dataset, r.backbone, r.method, r.chash, str(r.seed)) for r in runs}
     # a failure that a later rerun replaced by a finished record is history, not news
-    failures = [f for f in aggregate.find_failures(args.results)
+    found = aggregate.find_failures(args.results) + unfinished.unfinished_runs(
+        args.results, live=live_holder)  # a run training now is not unfinished
+    failures = [f for f in found
                 if (f["dataset"], f["backbone"], f["method"], f["config_hash"],
                     str(f["seed"])) not in done] + damaged
     notes = [f"skipped damaged record {f['path']}: {f['reason'].removeprefix('damaged: ')}"
@@ -159,7 +205,8 @@ def make_tables(args, groups, expected, sig_marks, sig_name) -> list:
             caption = getattr(args, f"caption_{kind}") or CAPTIONS[kind]
             t = build_table(kind, ds, groups, expected[ds], _csv_list(args.backbone), sections,
                             cost=args.cost and kind != "ts", sig=sig if args.significance else None,
-                            sig_test=sig_name, caption=caption)
+                            sig_test=sig_name, caption=caption,
+                            metrics=parse_metrics(args.metrics), ci=args.ci)
             if t is not None:
                 tables.append(t)
     return tables
@@ -212,7 +259,7 @@ def reliability_panels(runs, seed=None, sections=None) -> list[tuple]:
 
 def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
                      sections=None) -> list[Path]:
-    from bench.report import plots  # matplotlib: imported only when figures are drawn (bench CLI start-up)
+    from bench.report import calplots, plots  # matplotlib: only when figures are drawn (CLI start-up)
 
     cells: dict = {}
     for r in runs:
@@ -222,10 +269,32 @@ def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
         seeds = [None] + (sorted({r.seed for r in rs}) if per_seed else [])
         for seed in seeds:
             what = "pooled over seeds" if seed is None else f"seed {seed}"
-            fig = plots.reliability_figure(reliability_panels(rs, seed, sections),
-                                           f"{dataset_name(ds)} / {backbone_name(bb)} ({what})")
-            stem = f"reliability_{ds}_{bb}" + ("" if seed is None else f"_seed{seed}")
-            written += plots.save(fig, out / "figures" / stem)
+            panels = reliability_panels(rs, seed, sections)
+            name = f"{dataset_name(ds)} / {backbone_name(bb)} ({what})"
+            stem = f"{ds}_{bb}" + ("" if seed is None else f"_seed{seed}")
+            written += plots.save(plots.reliability_figure(panels, name),
+                                  out / "figures" / f"reliability_{stem}")
+            written += plots.save(calplots.smooth_reliability_figure(panels, f"{name}, smoothed"),
+                                  out / "figures" / f"smooth_reliability_{stem}")
+    return written
+
+
+def make_bin_sensitivity(groups: dict, out: Path, sections=None) -> list[Path]:
+    """ECE against the number of bins, per dataset and backbone, one line per
+    table row of the main table (trained rows and D-Ens)."""
+    from bench.report import calplots, plots
+
+    cells: dict = {}
+    for (ds, bb, key), g in groups.items():
+        if g.variant in ("seeds", "dens"):
+            cells.setdefault((ds, bb), {})[g.row_method] = g
+    written = []
+    for (ds, bb), rows in sorted(cells.items()):
+        order = [m for sec in ordered_methods(set(rows), sections) for m in sec]
+        data = calplots.bin_sensitivity([(method_name(m), rows[m]) for m in order])
+        fig = calplots.bin_sensitivity_figure(
+            data, f"{dataset_name(ds)} / {backbone_name(bb)}: ECE against bin count")
+        written += plots.save(fig, out / "figures" / f"ece_bins_{ds}_{bb}")
     return written
 
 
@@ -263,10 +332,18 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
 
 
 def report(args) -> int:
+    from bench.report import measures
     from bench.report.markdown import report_markdown
 
+    if not 0 < args.alpha < 1:
+        raise BenchError(f"--alpha {args.alpha}: a significance level must be > 0 and < 1 "
+                         "(e.g. 0.05)")
+    if not str(args.results).strip():
+        store.require_results_dir(args.results)  # '' would read the current directory
     out = store.require_writable_dir(args.out, "--out")
+    parse_metrics(args.metrics)  # a bad --metrics stops before anything is read or written
     runs, failures, notes = load(args)
+    check_order(args.order, {r.method for r in runs})
     out.mkdir(parents=True, exist_ok=True)
     expected = aggregate.expected_seeds(runs)
     if args.seeds is not None:  # every seed asked counts, found or not
@@ -275,6 +352,8 @@ def report(args) -> int:
     with tqdm(total=n_cells, desc="aggregate", disable=args.no_progress) as bar:
         groups, more = aggregate.build_groups(runs, with_ts=not args.no_ts, progress=bar)
     notes += more
+    cache = measures.cache_for(out)
+    per_run = measures.attach(groups, runs, cache, with_ts=not args.no_ts)
     sig_marks, sig_rows = significance(groups, args.test, args.alpha)
     sig_name = " / ".join(sorted({r[4] for r in sig_rows})) or None  # which test(s) ran
     few = sorted({r[5] for r in sig_rows if r[5] < stats.MIN_SEEDS_NOTE})
@@ -283,8 +362,9 @@ def report(args) -> int:
                      f"seed(s); below {stats.MIN_SEEDS_NOTE} a test has almost no power and a "
                      "marked difference is weak evidence")
     tables = make_tables(args, groups, expected, sig_marks, sig_name)
-    written = [aggregate.write_runs_csv(runs, out / "runs.csv"),
-               aggregate.write_groups_csv(groups, expected, out / "groups.csv"),
+    written = [measures.write(measures.runs_frame(runs, per_run), out / "runs.csv"),
+               measures.write(measures.groups_frame(groups, expected), out / "groups.csv"),
+               cache.save(),
                aggregate.write_failures_csv(failures, out / "failed_runs.csv"),
                aggregate.write_csv(out / "stats" / "paired_tests.csv",
                           ["dataset", "backbone", "row", "metric", "test", "n", "statistic", "p",
@@ -294,6 +374,9 @@ def report(args) -> int:
     if not args.no_plots:
         figures += make_reliability(runs, out, args.per_seed, not args.no_progress,
                                     parse_sections(args.order))
+        figures += make_bin_sensitivity(groups, out, parse_sections(args.order))
+        figures += curves.write_curves(runs, out / "figures", method_name,
+                                       lambda ds, bb: f"{dataset_name(ds)} / {backbone_name(bb)}")
         cd_files, f_rows, f_notes = make_friedman(tables, out, args.alpha)
         figures += cd_files
         notes += f_notes

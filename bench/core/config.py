@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import typing
 from dataclasses import dataclass, fields, replace
 
@@ -33,7 +34,9 @@ class TrainConfig:
     # px at which training images are augmented before being resized to
     # image_size; 0 = image_size (PathMNIST + ConvNeXt: 28 -> 32, as released)
     augment_size: int = 0
-    pretrained: bool = False  # ImageNet weights for the backbone (--pretrained)
+    # ImageNet weights for the backbone: on in the paper profiles (the released
+    # code always loaded them) for backbones that have them, --no-pretrained: off
+    pretrained: bool = False
     # The paper's backbones (resnet50, convnext_tiny, swin_tiny) as built by
     # "torchvision" (the released code) or "timm"
     backbone_impl: str = "torchvision"
@@ -100,6 +103,12 @@ def ge(x: float) -> Range:
     return Range(low=x)
 
 
+# Upper bounds that only catch typos (a paste of 99999999999999999999 would plan
+# ~1e22 steps): the paper trains 10 x 5; a thousand of either is far beyond any
+# calibration study.
+MAX_CYCLES = 1000
+MAX_EPOCHS_PER_CYCLE = 1000
+
 # Every TrainConfig field: (allowed range or None for non-numeric, one line of
 # meaning). Checked when the grid is built; `bench list --keys` prints it.
 TRAIN_KEYS = {
@@ -107,13 +116,16 @@ TRAIN_KEYS = {
     "momentum": (Range(0, 1, high_open=True), "SGD momentum (paper: 0)"),
     "weight_decay": (ge(0), "SGD weight decay (paper: 0)"),
     "batch_size": (ge(2), "training images per step (paper: 8)"),
-    "cycles": (ge(1), "cosine warm-restart cycles; checkpoint chosen among cycle ends"),
-    "epochs_per_cycle": (ge(1), "epochs per cycle (epochs = cycles x epochs_per_cycle)"),
+    "cycles": (Range(1, MAX_CYCLES),
+               "cosine warm-restart cycles; checkpoint chosen among cycle ends"),
+    "epochs_per_cycle": (Range(1, MAX_EPOCHS_PER_CYCLE),
+                         "epochs per cycle (epochs = cycles x epochs_per_cycle)"),
     "eta_min": (ge(0), "learning rate at the end of each cycle"),
     "augment": (None, "TrivialAugmentWide per training image"),
     "image_size": (ge(0), "training/eval size in px; 0 = the dataset's default, else at "
                           "least the backbone's minimum"),
-    "pretrained": (None, "ImageNet weights for the backbone (set by --pretrained/--weights)"),
+    "pretrained": (None, "ImageNet weights for the backbone (--pretrained/--no-pretrained, "
+                         "--weights; on in paper profiles where the backbone has them)"),
     "eval_batch_size": (ge(1), "evaluation batch size (speed only)"),
     "augment_mode": (None, "TrivialAugmentWide implementation: batched | per_image"),
     "bf16": (None, "bf16 autocast for forward and loss (changes the numbers)"),
@@ -165,12 +177,13 @@ CHOICES = {
 PROFILES = {
     # The protocol that produced the published numbers: the paper's training
     # recipe as the authors' released code ran it (DESIGN 1b).
-    "paper": TrainConfig(),
+    "paper": TrainConfig(pretrained=True),
     # The paper's text instead where the two disagree: one image size and one
     # weight version for every method (eq. 2 loss: PROFILE_METHOD_SETS).
-    "paper-text": TrainConfig(size_rule="uniform", imagenet_weights="same"),
+    "paper-text": TrainConfig(size_rule="uniform", imagenet_weights="same", pretrained=True),
     # A short CPU demo: same optimiser, batch and schedule shape, fewer and
     # shorter cycles. Small images make digits learnable in ~1 minute a seed.
+    # From scratch unless --pretrained: it must run offline, without weights.
     "quick": TrainConfig(cycles=3, epochs_per_cycle=4),
     # The offline demo of `./run_all.sh --quick`, in the paper's regime: with
     # --data-opt train_per_class=10 (100 digits images) a plain-CE model fits
@@ -234,9 +247,10 @@ def convert(key: str, raw: str, kind) -> object:
         if kind is int:
             return int(text)
         if kind is float:
-            value = float(text)
-            if value != value:  # NaN is never a sensible hyper-parameter
-                raise ValueError
+            value = float(text)  # '1e309' parses as inf
+            if not math.isfinite(value):  # NaN or inf is never a sensible hyper-parameter
+                raise BenchError(f"--set {key}={raw}: expected float, got '{raw}' (a finite "
+                                 "number; nan and inf are refused)")
             return value
         return text
     except ValueError:

@@ -20,14 +20,19 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def check_device(device: str) -> None:
-    """One-line errors for a --device value: cpu, or cuda when one is visible."""
+def check_device(device: str, indexed: bool = False) -> None:
+    """One-line errors for a --device value: cpu, or cuda when one is visible
+    (`indexed`: also cuda:N, N below the number of visible GPUs)."""
     import torch
 
-    if device not in DEVICES:
-        raise choices_error("device", device, DEVICES)
-    if device == "cuda" and not torch.cuda.is_available():
-        raise BenchError("--device cuda: no CUDA device is visible; use --device cpu")
+    kind, sep, index = device.partition(":")
+    if device not in DEVICES and not (indexed and kind == "cuda" and index.isdigit()):
+        raise choices_error("device", device, DEVICES + (("cuda:N",) if indexed else ()))
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise BenchError(f"--device {device}: no CUDA device is visible; use --device cpu")
+    if sep and int(index) >= torch.cuda.device_count():
+        raise BenchError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) "
+                         f"are visible (cuda:0..cuda:{torch.cuda.device_count() - 1})")
 
 
 def device_name(device) -> str:

@@ -1,14 +1,39 @@
-"""One exception type for every user-facing failure.
+"""One exception type for every user-facing failure, and the one line a
+full disk is reported as.
 
 The CLI turns a BenchError into a single line on stderr and a non-zero exit,
 so the message must name the bad value and what is allowed.
 """
+
+import errno
+import os
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class BenchError(Exception):
     """A user-facing error: the message is shown as one line, no traceback."""
 
 
+# Registries a plugin can extend: their unknown-name errors say how.
+PLUGIN_KINDS = ("method", "dataset", "backbone")
+PLUGIN_HINT = ("; or add your own in a plugin module (bench run --plugin MODULE, "
+               "BENCH_PLUGINS=MODULE or an entry point in group mhml_bench.plugins: "
+               "see docs/methods.md)")
+
+
 def choices_error(kind: str, value, valid) -> BenchError:
     listed = ", ".join(str(v) for v in valid)
-    return BenchError(f"unknown {kind} '{value}'; choose from: {listed}")
+    hint = PLUGIN_HINT if kind in PLUGIN_KINDS else ""
+    return BenchError(f"unknown {kind} '{value}'; choose from: {listed}{hint}")
+
+
+def is_disk_full(err: BaseException) -> bool:
+    return isinstance(err, OSError) and err.errno in DISK_FULL
+
+
+def disk_full_message(err: OSError) -> str:
+    """One line for a write that found no space (or quota) left."""
+    where = f" writing {err.filename}" if err.filename else ""
+    return (f"disk full{where}: {os.strerror(err.errno).lower()}; free space and rerun "
+            "(finished records are kept)")

@@ -1,12 +1,14 @@
 """A tiny name -> factory registry (the timm / fvcore pattern).
 
-Entries are registered by explicit imports in each package's __init__, never
-by scanning directories, so what is registered is visible in the code.
+Built-in entries are registered by explicit imports in each package's
+__init__, never by scanning directories, so what is registered is visible in
+the code; plugins (bench.core.plugins) register through the same decorators.
 """
 from __future__ import annotations
 
 from typing import Callable, Dict, Iterator, Tuple
 
+from bench.core import plugins
 from bench.core.errors import BenchError, choices_error
 
 
@@ -26,9 +28,20 @@ class Registry:
         return deco
 
     def add(self, name: str, fn: Callable, description: str) -> None:
-        if name in self._entries:
-            raise BenchError(f"duplicate {self.kind} name '{name}'")
+        """A name already taken (by a built-in, a plugin, or a patterned name
+        such as '8hml') is an error: a plugin never silently overrides one."""
+        taken = self._entries.get(name, (None,))[0] or self._resolved(name)
+        if taken is not None:
+            raise BenchError(f"duplicate {self.kind} name '{name}': already registered "
+                             f"({plugins.origin_text(taken)}); choose another name")
         self._entries[name] = (fn, description)
+
+    def _resolved(self, name: str):
+        for resolver in self._resolvers:
+            hit = resolver(name)
+            if hit is not None:
+                return hit[0]
+        return None
 
     def add_resolver(self, resolver: Callable[[str], Tuple[Callable, dict] | None]) -> None:
         """Patterned names (e.g. '8hml') resolve to (factory, fixed kwargs)."""
@@ -62,3 +75,12 @@ class Registry:
     def describe(self) -> Iterator[Tuple[str, str]]:
         for name, (_, desc) in self._entries.items():
             yield name, desc
+
+    def origin(self, name: str) -> str:
+        """'built-in' or the plugin that registered `name` (bench.core.plugins)."""
+        return plugins.origin_text(self.resolve(name)[0])
+
+    def code_identity(self, name: str, *more) -> dict:
+        """Origin and source sha256 of the code behind `name` (and of `more`,
+        e.g. the class a factory returns)."""
+        return plugins.code_identity(self.resolve(name)[0], *more)

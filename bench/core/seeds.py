@@ -14,6 +14,9 @@ def parse_seeds(text) -> list[int]:
             seeds = [int(s) for s in text.split(",") if s.strip()]
         elif "-" in text.lstrip("-"):
             lo, hi = text.split("-", 1)
+            if int(lo) > int(hi):
+                raise BenchError(f"--seeds {text}: the range starts above its end ({lo} > {hi}); "
+                                 f"write {hi.strip()}-{lo.strip()}")
             seeds = list(range(int(lo), min(int(hi), MAX_SEED) + 1))
         else:
             n = int(text)

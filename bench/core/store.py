@@ -8,9 +8,11 @@ results/<dataset>/<backbone>/<method>/<config-hash>/seed<k>/
 A record is assembled in a hidden sibling directory and renamed into place
 only when every file is written, so a killed run never looks finished, and
 `--force` replaces an old record only once the new one is complete.
-metrics.json, written last, holds the sha256 and size of the other files,
-so `verify` can tell a record damaged later (truncated, deleted) from an
-intact one; a damaged record is moved aside (`move_aside`), never deleted.
+metrics.json, written last, holds the sha256 and size of the other files
+and a digest of its own contents (`digest`, over everything but itself), so
+`verify` can tell a record damaged or edited later from an intact one; a
+damaged record is moved aside (`move_aside`), never deleted. Records of
+earlier versions (no `files`, no `digest`) are checked by reading them.
 """
 from __future__ import annotations
 
@@ -29,13 +31,21 @@ from bench.core.errors import BenchError
 
 DONE = "done"
 FILES = ("config.json", "predictions.npz")  # checksummed in metrics.json["files"]
+DIGEST = "digest"  # metrics.json's own sha256, over its other keys
 SEED_DIR = re.compile(r"seed\d+")  # a record's own name; moved-aside copies do not match
 
 
 def require_writable_dir(path, flag: str) -> Path:
     """One-line error unless `path` is a folder this process can write, or can be
     created as one; checked before anything is trained or written (creates nothing)."""
+    if not str(path).strip():
+        raise BenchError(f"{flag} '': empty path; give a folder name (an empty one would "
+                         "write into the current directory)")
     path = Path(path)
+    virtual = _virtual_root(path)
+    if virtual:
+        raise BenchError(f"{flag} {path}: is under {virtual}, a kernel filesystem that holds "
+                         "no files; give a folder on a disk")
     probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent  # the nearest existing ancestor must take the new folder
@@ -46,6 +56,28 @@ def require_writable_dir(path, flag: str) -> Path:
     if not os.access(probe, os.W_OK | os.X_OK):
         raise BenchError(f"{flag} {path}: {subject}is not writable; give a writable folder")
     return path
+
+
+def require_results_dir(path, flag: str = "--results") -> Path:
+    """One-line error unless `path` names an existing folder of run records."""
+    if not str(path).strip():
+        raise BenchError(f"{flag} '': empty path; give the folder `bench run` wrote its "
+                         "records to")
+    path = Path(path)
+    if not path.is_dir():
+        what = "is a file" if path.exists() else "does not exist"
+        raise BenchError(f"{flag} {path}: {what}; give the folder `bench run` wrote its "
+                         "records to")
+    return path
+
+
+VIRTUAL_ROOTS = ("/proc", "/sys", "/dev")  # kernel filesystems: mkdir there fails even as root
+
+
+def _virtual_root(path: Path) -> str | None:
+    resolved = path.expanduser().resolve()
+    return next((root for root in VIRTUAL_ROOTS
+                 if resolved == Path(root) or Path(root) in resolved.parents), None)
 
 
 def record_dir(root, dataset: str, backbone: str, method: str, chash: str, seed: int) -> Path:
@@ -91,8 +123,8 @@ def write_record(path: Path, config: dict, metrics: dict, arrays: dict[str, np.n
         np.savez(tmp / "predictions.npz", **arrays)
         _write_json(tmp / "config.json", config)
         sums = {name: file_sum(tmp / name) for name in FILES}
-        # last: marks the record complete and vouches for the files above
-        _write_json(tmp / "metrics.json", {**metrics, "status": DONE, "files": sums})
+        # last: marks the record complete and vouches for the files above and itself
+        _write_json(tmp / "metrics.json", with_digest({**metrics, "status": DONE, "files": sums}))
         _replace_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -110,7 +142,23 @@ def _replace_dir(new: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def metrics_digest(metrics: dict) -> str:
+    """sha256 of metrics.json's contents less the digest itself, in a canonical
+    form (sorted keys, compact separators) that a JSON round trip keeps."""
+    body = {k: v for k, v in metrics.items() if k != DIGEST}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_digest(metrics: dict) -> dict:
+    # the digest is of what a reader will load: values json stores as text
+    # (default=str) are digested as that text
+    plain = json.loads(json.dumps(metrics, default=str))
+    return {**plain, DIGEST: metrics_digest(plain)}
+
+
 def load_predictions(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of the record at `path` (the record folder, not the .npz)."""
     with np.load(Path(path) / "predictions.npz") as z:
         return {k: z[k] for k in z.files}
 
@@ -150,6 +198,8 @@ def verify(path) -> str | None:
         return "metrics.json: unreadable"
     if not isinstance(metrics, dict) or metrics.get("status") != DONE:
         return "metrics.json: not marked done"
+    if DIGEST in metrics and metrics[DIGEST] != metrics_digest(metrics):
+        return "metrics.json: contents changed since written (digest mismatch)"
     sums = metrics.get("files")
     if not isinstance(sums, dict):
         return _verify_by_reading(path)
@@ -175,7 +225,9 @@ def _check_sum(path: Path, expected) -> str | None:
 
 
 def _verify_by_reading(path: Path) -> str | None:
-    for name, read in (("config.json", read_json), ("predictions.npz", load_predictions)):
+    # load_predictions takes the record folder, read_json the file itself
+    for name, read in (("config.json", read_json),
+                       ("predictions.npz", lambda npz: load_predictions(npz.parent))):
         if not (path / name).is_file():
             return f"{name}: missing"
         try:

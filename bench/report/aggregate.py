@@ -182,13 +182,20 @@ def parse_config_choice(config: str | None, known: list[str]):
     for item in [c.strip() for c in (config or "").split(",") if c.strip()]:
         method, sep, prefix = item.rpartition("=")
         if not sep and item in CONFIG_RULES:
+            if rule not in (None, item):  # last-wins would silently drop one
+                raise BenchError(f"--config {rule},{item}: two rules contradict each other; "
+                                 "give one of them")
             rule = item
             continue
         if not any(h.startswith(prefix) for h in known):
             raise BenchError(f"--config {item}: matches no record; configs present: "
                              f"{', '.join(known)}; or a rule: {', '.join(CONFIG_RULES)}")
+        earlier = per_method.get(method, prefix)
+        if sep and not (earlier.startswith(prefix) or prefix.startswith(earlier)):
+            raise BenchError(f"--config {method}={per_method[method]},{item}: two configs for "
+                             f"{method} contradict each other; give one of them")
         if sep:
-            per_method[method] = prefix
+            per_method[method] = max(earlier, prefix, key=len)
         else:
             anywhere.append(prefix)
     return anywhere, per_method, rule

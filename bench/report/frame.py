@@ -22,6 +22,9 @@ from bench.core import store
 METRICS = ("acc", "ece", "nll", "brier", "auc", "gap")
 COSTS = ("n_params", "train_seconds", "train_images_per_s", "infer_ms_per_image")
 KEYS = ("dataset", "backbone", "method", "config_hash", "seed")
+# the columns every frame has, an empty one too (so `df.groupby(...)["test_ece"]` works)
+COLUMNS = [*KEYS, "heads", *(f"{split}_{m}" for split in ("test", "val") for m in METRICS),
+           *COSTS, "path"]
 # What a damaged file raises when read: a truncated zip, a missing file, bad
 # JSON, an array whose bytes are cut short.
 READ_ERRORS = (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError,
@@ -46,6 +49,9 @@ def settings(cfg: dict) -> dict:
     out.update({f"train_{k}": v for k, v in (cfg.get("train") or {}).items()})
     out.update({f"param_{k}": v for k, v in (cfg.get("method_params") or {}).items()
                 if np.isscalar(v)})
+    # an edited plugin makes a new config: its digest tells the two apart
+    out.update({f"{role}_sha256": c.get("sha256", "")[:12]
+                for role, c in (cfg.get("plugin_code") or {}).items()})
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -88,11 +94,20 @@ def load_records(results, paths=None) -> tuple[pd.DataFrame, list[dict]]:
             rows.append(record_row(root, p))
         else:
             failures.append(damaged_failure(root, p, why))
-    frame = pd.DataFrame(rows, columns=None if rows else [*KEYS, "heads", "path"])
+    frame = pd.DataFrame(rows, columns=None if rows else COLUMNS)
     return frame, failures
 
 
 def load(results_dir) -> pd.DataFrame:
     """Every readable run record under `results_dir`, one row each (the
-    public API: bench.results.load)."""
-    return load_records(results_dir)[0]
+    public API: bench.results.load). A folder without records gives an empty
+    frame with the usual columns; a path that is missing or not a folder raises
+    FileNotFoundError / NotADirectoryError naming it."""
+    root = Path(results_dir)
+    if not root.exists():
+        raise FileNotFoundError(f"bench.results.load: {str(root)!r} does not exist; give the "
+                                "folder `bench run --results` wrote its records to")
+    if not root.is_dir():
+        raise NotADirectoryError(f"bench.results.load: {str(root)!r} is a file; give the "
+                                 "folder `bench run --results` wrote its records to")
+    return load_records(root)[0]

@@ -9,7 +9,8 @@ ACC is a ditto mark. Only booktabs, rotating (sideways tables) and amssymb.
 """
 from __future__ import annotations
 
-from bench.report.tables import COST_HEADS, Table, backbone_name, cost_texts, dataset_name, method_name
+from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, ci_note, columns,
+                                 cost_texts, dataset_name, method_name, rank_note)
 
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
 # closing double quote is the typographic ditto mark and compiles anywhere.
@@ -29,8 +30,14 @@ def tex_escape(text: str) -> str:
 
 
 def block_heads(table: Table) -> list[str]:
-    """Column heads of one backbone block: the four metrics, then any costs."""
-    return list(HEADS) + (list(COST_HEADS) if table.cost else [])
+    """Column heads of one backbone block: the metrics and Rank, then any costs."""
+    def head(m):
+        if m == "gap":
+            return "Gap"
+        name, up = METRIC_HEADS[m]
+        return name + (r"$^\uparrow$" if up else r"$_\downarrow$")
+    heads = [*map(head, columns(table.metrics)), HEADS[-1]] if table.metrics else list(HEADS)
+    return heads + (list(COST_HEADS) if table.cost else [])
 
 
 def fmt(x: float) -> str:
@@ -41,9 +48,12 @@ def _sup(marks: list[str]) -> str:
     return f"$^{{{','.join(marks)}}}$" if marks else ""
 
 
-def metric_cell(cell, metric: str, with_std: bool) -> str:
+def metric_cell(cell, metric: str, with_std: bool, ci: bool = False) -> str:
     text = fmt(cell.mean[metric])
-    if with_std and cell.std is not None:
+    interval = cell.ci.get(metric) if ci else None
+    if with_std and interval is not None:
+        text += f" [{fmt(interval[0])}, {fmt(interval[1])}]"
+    elif with_std and cell.std is not None:
         text += f"$\\pm${fmt(cell.std[metric])}"
     marks = ["*"] if cell.sig.get(metric) else []
     if metric == "acc" and cell.short:
@@ -66,10 +76,13 @@ def row_cells(table: Table, row) -> list[str]:
         if cell is None:
             out += ["--"] * width
             continue
-        acc = DITTO if cell.ditto_acc else metric_cell(cell, "acc", table.kind == "std")
-        gap = f"${cell.mean['gap'] * 100:+.2f}$" if "gap" in cell.mean else "--"
-        out += [acc, metric_cell(cell, "ece", table.kind == "std"), gap,
-                metric_cell(cell, "nll", table.kind == "std")]
+        for m in columns(table.metrics):
+            if m == "acc" and cell.ditto_acc:
+                out.append(DITTO)
+            elif m == "gap":
+                out.append(f"${cell.mean['gap'] * 100:+.2f}$" if "gap" in cell.mean else "--")
+            else:
+                out.append(metric_cell(cell, m, table.kind == "std", table.ci))
         out.append(rank_cell(cell))
         out += cost_texts(cell.cost) if table.cost else []
     return out
@@ -119,14 +132,27 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
         out.append("Params in millions; Train: seconds and images/s of training per run; "
                    "Infer: ms per test image; D-Ens: sums over its members (images/s: "
                    "their mean).")
+    # {} first: after the \\ joining the notes, a "[" would be read as its spacing argument
+    out += ["{}" + tex_escape(n) for n in (rank_note(table), ci_note(table)) if n]
     return out
+
+
+def fill_caption(template: str, dataset: str, n: int) -> str:
+    """The caption with {dataset} and {n} filled in. Read as a Python format
+    string (the default captions double LaTeX's braces: \\textbf{{...}}); a
+    caption written with plain LaTeX braces (\\textbf{bold}, \\frac{1}{2}) is
+    not one, and keeps every brace as written."""
+    try:
+        return template.format(dataset=dataset, n=n)
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return template.replace("{dataset}", dataset).replace("{n}", str(n))
 
 
 def fragment(table: Table, missing: list[str] = ()) -> str:
     """The table float, ready for \\input{} in a paper."""
     sideways = table.kind == "std" or (table.cost and len(table.backbones) > 1)
     env = "sidewaystable" if sideways else "table"
-    text = table.caption.format(dataset=tex_escape(dataset_name(table.dataset)), n=table.n_asked)
+    text = fill_caption(table.caption, tex_escape(dataset_name(table.dataset)), table.n_asked)
     caption = f"\\caption{{{text}}}\\label{{{table.label}}}"
     notes = footnotes(table, list(missing))
     body = [f"\\begin{{{env}}}", "\\centering", "\\renewcommand{\\arraystretch}{1.03}",

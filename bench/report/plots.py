@@ -3,7 +3,8 @@
 Reliability diagram (Guo et al. 2017) per dataset and backbone, one panel
 per method: accuracy per confidence bin (the 15 torchmetrics bins of
 bench.core.metrics.ece_bins), the gap between each bin's accuracy and its mean
-confidence, and below it the share of samples per bin. The title gives ECE
+confidence, and below it the share of samples per bin (one axis for all
+panels). The title gives ECE
 and the signed gap (mean confidence - accuracy: < 0 under-confident).
 """
 from __future__ import annotations
@@ -39,17 +40,23 @@ def reliability_data(probs: np.ndarray, labels: np.ndarray, n_bins: int = N_BINS
             "ece": ece(probs, labels, n_bins), "gap": calibration_gap(probs, labels)}
 
 
-def _panel(ax, ax_hist, label: str, d: dict) -> None:
+def _panel(ax, ax_hist, label: str, d: dict, hist_top: float | None = None) -> None:
     filled = d["share"] > 0
     c, w = d["centers"][filled], d["width"]
-    ax.bar(c, d["acc"][filled], width=w, color="#4C72B0", edgecolor="black", lw=0.5,
+    acc, conf = d["acc"][filled], d["conf"][filled]
+    ax.bar(c, acc, width=w, color="#4C72B0", edgecolor="black", lw=0.5,
            label="accuracy", zorder=1)
-    # Transparent, hatched gap bars: where the model is under-confident they
-    # lie over the accuracy bar, which must stay visible underneath.
-    gap = d["conf"][filled] - d["acc"][filled]
-    ax.bar(c, gap, bottom=d["acc"][filled], width=w, facecolor=(0.77, 0.31, 0.32, 0.15),
+    # The gap (accuracy -> mean confidence) is a half-width hatched bar with a
+    # red line at the mean confidence, and each accuracy bar keeps a black top
+    # line: both heights stay readable whether the gap goes up
+    # (over-confident) or down into the bar (under-confident).
+    # A light face keeps the hatching visible inside a (dark) accuracy bar.
+    ax.bar(c, conf - acc, bottom=acc, width=w / 2, facecolor=(1.0, 0.92, 0.92, 0.85),
            edgecolor="#C44E52", hatch="///", lw=0.8, label="gap to mean confidence", zorder=2)
-    ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="perfect calibration", zorder=3)
+    ax.hlines(acc, c - w / 2, c + w / 2, color="black", lw=1.6, zorder=3)
+    ax.hlines(conf, c - w / 4, c + w / 4, color="#C44E52", lw=2.0, zorder=3,
+              label="mean confidence")
+    ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="perfect calibration", zorder=4)
     ax.set(xlim=(0, 1), ylim=(0, 1))
     ax.tick_params(labelbottom=False)
     ax.set_title(f"{label}\nECE {d['ece'] * 100:.2f} | conf-acc {d['gap'] * 100:+.2f}",
@@ -57,28 +64,41 @@ def _panel(ax, ax_hist, label: str, d: dict) -> None:
     ax_hist.bar(d["centers"], d["share"] * 100, width=d["width"], color="grey",
                 edgecolor="black", lw=0.5)
     ax_hist.set(xlim=(0, 1), xlabel="confidence")
+    if hist_top is not None:  # one % axis for every panel, so heights compare
+        ax_hist.set_ylim(0, hist_top)
 
 
-def reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], title: str):
-    """panels: (label, probs [N, K], labels [N]) -> matplotlib Figure."""
-    n = len(panels)
+def hist_top(datas: list[dict]) -> float:
+    """The shared top of the sample-share axes: the largest bin, plus 5%."""
+    return max(float(d["share"].max()) for d in datas) * 100 * 1.05 or 1.0
+
+
+def figure_grid(n: int):
+    """(figure, [(row, col, outer cell)]) for n panels, PANELS_PER_ROW a row."""
     cols = min(n, PANELS_PER_ROW)
     nrows = -(-n // cols)
     height = 3.9 * nrows + 1.4
     fig = plt.figure(figsize=(2.7 * cols + 0.6, height))
     outer = fig.add_gridspec(nrows, cols, hspace=0.4, wspace=0.28, top=1 - 0.95 / height,
                              bottom=0.75 / height)
-    for i, (label, probs, labels) in enumerate(panels):
-        r, c = divmod(i, cols)
-        inner = outer[r, c].subgridspec(2, 1, height_ratios=[3, 1], hspace=0.08)
+    return fig, height, [(*divmod(i, cols), outer[divmod(i, cols)]) for i in range(n)]
+
+
+def reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], title: str):
+    """panels: (label, probs [N, K], labels [N]) -> matplotlib Figure."""
+    datas = [reliability_data(probs, labels) for _, probs, labels in panels]
+    top = hist_top(datas)
+    fig, height, cells = figure_grid(len(panels))
+    for (label, _, _), d, (r, c, cell) in zip(panels, datas, cells):
+        inner = cell.subgridspec(2, 1, height_ratios=[3, 1], hspace=0.08)
         ax = fig.add_subplot(inner[0])
         ax_hist = fig.add_subplot(inner[1], sharex=ax)
-        _panel(ax, ax_hist, label, reliability_data(probs, labels))
+        _panel(ax, ax_hist, label, d, top)
         if c == 0:
             ax.set_ylabel("accuracy")
             ax_hist.set_ylabel("% samples")
     handles, names = fig.axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10, y=1 - 0.12 / height)
     return fig
 

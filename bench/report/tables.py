@@ -41,6 +41,31 @@ CAPTIONS = {
 
 COST_HEADS = ("Params (M)", "Train (s)", "Train (img/s)", "Infer (ms)")
 
+# --metrics: name -> (column head, higher is better). The paper's columns
+# are ACC, ECE and NLL; ACC is always shown, the chosen measures follow it.
+PAPER_METRICS = ("ece", "nll")
+METRIC_HEADS = {
+    "acc": ("ACC", True), "ece": ("ECE", False), "nll": ("NLL", False),
+    "brier": ("Brier", False), "auc": ("AUC", True), "aece": ("aECE", False),
+    "cwece": ("cwECE", False), "dl2ce": ("dL2CE", False), "smece": ("smECE", False),
+    "aurc": ("AURC", False), **{f"ece{n}": (f"ECE{n}", False) for n in (5, 10, 15, 20, 30)},
+}
+
+
+def columns(metrics: tuple = ()) -> list[str]:
+    """A backbone block's value columns: the paper's ACC / ECE / Gap / NLL,
+    or ACC, the chosen measures and Gap (Rank follows either)."""
+    if not metrics or tuple(metrics) == PAPER_METRICS:
+        return ["acc", "ece", "gap", "nll"]
+    return ["acc", *[m for m in metrics if m != "acc"], "gap"]
+
+
+def rank_metrics(metrics: tuple = ()) -> tuple:
+    """(metric, higher is better) that Rank averages: the shown columns but Gap."""
+    if not metrics or tuple(metrics) == PAPER_METRICS:
+        return RANK_METRICS
+    return tuple((m, METRIC_HEADS[m][1]) for m in columns(metrics) if m != "gap")
+
 
 def cost_texts(cost: dict) -> list[str]:
     """The cost columns of a cell, in COST_HEADS order ('--' where a record
@@ -87,6 +112,7 @@ class Cell:
     sig: dict = field(default_factory=dict)  # metric -> p < alpha against SL1H
     cost: dict = field(default_factory=dict)
     missing: tuple = ()  # seeds asked but absent
+    ci: dict = field(default_factory=dict)  # metric -> 95% interval (lo, hi) or None
 
     @property
     def short(self) -> bool:
@@ -106,6 +132,8 @@ class Table:
     cost: bool = False
     sig_test: str | None = None  # name of the test used for the marks, if any
     notes: tuple = ()
+    metrics: tuple = ()  # --metrics: the chosen measures; () = the paper's columns
+    ci: bool = False  # --ci: intervals in the std table's place
 
     @property
     def any_empty(self) -> bool:
@@ -155,11 +183,12 @@ def round_printed(x: float) -> float:
     return round(x * 100, 2)
 
 
-def block_cells(rows, backbone, groups, dataset, expected, sig=None) -> dict:
+def block_cells(rows, backbone, groups, dataset, expected, sig=None, metrics=()) -> dict:
     present = [r for r in rows if (dataset, backbone, r.key) in groups]
     gs = [groups[(dataset, backbone, r.key)] for r in present]
     means = [{m: g.mean(m) for m in g.values} for g in gs]
-    ranks = mean_ranks([{m: round_printed(d[m]) for m, _ in RANK_METRICS} for d in means])
+    by = rank_metrics(metrics)
+    ranks = mean_ranks([{m: round_printed(d[m]) for m, _ in by} for d in means], by)
     marks = rank_marks(ranks)
     cells = {}
     for r, g, mean, rank, mark in zip(present, gs, means, ranks, marks):
@@ -167,14 +196,15 @@ def block_cells(rows, backbone, groups, dataset, expected, sig=None) -> dict:
         cells[(r.key, backbone)] = Cell(
             mean, std, g.n, len(expected), rank, mark,
             ditto_acc=r.ts, sig=(sig or {}).get((backbone, r.key), {}), cost=dict(g.cost),
-            missing=tuple(s for s in expected if s not in g.seeds))
+            missing=tuple(s for s in expected if s not in g.seeds),
+            ci=dict(g.extra.get("ci", {})))
     return cells
 
 
 def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbones=None,
                 sections=None, cost: bool = False, sig: dict | None = None,
                 sig_test: str | None = None, caption: str | None = None,
-                notes=()) -> Table | None:
+                notes=(), metrics: tuple = (), ci: bool = False) -> Table | None:
     """groups: (dataset, backbone, row key) -> aggregate.Group; expected: the
     seeds asked (n/N marks short cells). sig: optional
     (backbone, row key) -> {metric: bool}. None when nothing to show."""
@@ -190,10 +220,25 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
         return None
     cells = {}
     for b in bbs:
-        cells.update(block_cells(rows, b, groups, dataset, expected, sig))
+        cells.update(block_cells(rows, b, groups, dataset, expected, sig, metrics))
     return Table(kind, dataset, tuple(bbs), tuple(rows), cells, caption or CAPTIONS[kind],
                  f"tab:{dataset}_{kind}", len(expected), cost, sig_test if sig else None,
-                 tuple(notes))
+                 tuple(notes), tuple(metrics), ci)
+
+
+def rank_note(table: Table) -> str | None:
+    """Which columns Rank averages, where they are not the paper's."""
+    if not table.metrics or table.metrics == PAPER_METRICS:
+        return None
+    names = ", ".join(METRIC_HEADS[m][0] for m, _ in rank_metrics(table.metrics))
+    return f"Rank: mean of the per-column ranks over {names}"
+
+
+def ci_note(table: Table) -> str | None:
+    if not (table.ci and table.kind == "std"):
+        return None
+    return ("[lo, hi]: 95% interval of the mean over seeds (Student t); one-number rows "
+            "(D-Ens, one seed): 95% bootstrap interval over test samples (ACC, ECE, NLL)")
 
 
 def missing_notes(table: Table) -> list[str]:

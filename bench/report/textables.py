@@ -8,16 +8,27 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from bench.report.tables import COST_HEADS, Table, backbone_name, cost_texts
+from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, ci_note,
+                                 columns, cost_texts, rank_note)
 
 DITTO = '"'
 # Per backbone block; the first head is prefixed with the backbone's name.
 HEADS = ("ACC↑", "ECE↓", "Gap", "NLL↓", "Rank↓")
 
 
-def _value(cell, metric: str, with_std: bool) -> str:
+def block_heads(table: Table) -> tuple:
+    """The value heads of one backbone block (the paper's: HEADS)."""
+    def head(m):
+        return "Gap" if m == "gap" else METRIC_HEADS[m][0] + ("↑" if METRIC_HEADS[m][1] else "↓")
+    return (*[head(m) for m in columns(table.metrics)], "Rank↓")
+
+
+def _value(cell, metric: str, with_std: bool, ci: bool = False) -> str:
     text = f"{cell.mean[metric] * 100:.2f}"
-    if with_std and cell.std is not None:
+    interval = cell.ci.get(metric) if ci else None
+    if with_std and interval is not None:
+        text += f" [{interval[0] * 100:.2f}, {interval[1] * 100:.2f}]"
+    elif with_std and cell.std is not None:
         text += f" ± {cell.std[metric] * 100:.2f}"
     if cell.sig.get(metric):
         text += "*"
@@ -37,14 +48,15 @@ def _rank(cell, markdown: bool) -> str:
 
 def headers(table: Table) -> list[str]:
     out = ["Method"]
+    heads = block_heads(table)
     for b in table.backbones:
-        out += [f"{backbone_name(b)} {HEADS[0]}", *HEADS[1:]]
+        out += [f"{backbone_name(b)} {heads[0]}", *heads[1:]]
         out += list(COST_HEADS) if table.cost else []
     return out
 
 
 def rows(table: Table, markdown: bool) -> list[list[str]]:
-    width = len(HEADS) + (len(COST_HEADS) if table.cost else 0)
+    width = len(block_heads(table)) + (len(COST_HEADS) if table.cost else 0)
     std = table.kind == "std"
     out = []
     for row in table.rows:
@@ -54,9 +66,14 @@ def rows(table: Table, markdown: bool) -> list[list[str]]:
             if cell is None:
                 line += ["--"] * width
                 continue
-            line.append(DITTO if cell.ditto_acc else _value(cell, "acc", std))
-            line += [_value(cell, "ece", std), f"{cell.mean['gap'] * 100:+.2f}"
-                     if "gap" in cell.mean else "--", _value(cell, "nll", std), _rank(cell, markdown)]
+            for m in columns(table.metrics):
+                if m == "acc" and cell.ditto_acc:
+                    line.append(DITTO)
+                elif m == "gap":
+                    line.append(f"{cell.mean['gap'] * 100:+.2f}" if "gap" in cell.mean else "--")
+                else:
+                    line.append(_value(cell, m, std, table.ci))
+            line.append(_rank(cell, markdown))
             line += cost_texts(cell.cost) if table.cost else []
         out.append(line)
     return out
@@ -74,5 +91,6 @@ def render(table: Table, markdown: bool = False, missing=()) -> str:
     if table.any_sig:
         notes.append(f"*: differs from SL1H ({table.sig_test} over seeds, p < 0.05)")
     notes.append("Gap: mean confidence - accuracy (x100); < 0 means under-confident")
+    notes += [n for n in (rank_note(table), ci_note(table)) if n]
     sep = "\n\n" if markdown else "\n"
     return text + sep + sep.join(notes)

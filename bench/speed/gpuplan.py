@@ -150,12 +150,13 @@ def job_key(job: Job) -> str:
 
 # ----------------------------------------------------------------- execute --
 def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True,
-             on_job=None) -> dict:
+             on_job=None, clock=time.perf_counter) -> dict:
     """Measure jobs in order within the budget. A job is skipped when its
     estimated cost (the last cost of the same dataset/backbone/path/group
     size; 5% of the budget for the first of its kind) does not fit what is left, or when the budget runs out while it
     runs; a job that fails (e.g. out of memory) is reported and the rest go on.
-    `on_job(partial)`, if given, gets the results so far after every job."""
+    `on_job(partial)`, if given, gets the results so far after every job;
+    `clock` reads the time the budget is checked against (tests inject one)."""
     reserve = min(15.0, 0.05 * s.budget_s)  # for the tables and the JSON
     deadline = t_start + s.budget_s - reserve
     name = device_name(s.device)
@@ -168,12 +169,12 @@ def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True
         bar.set_postfix_str(k)
         ck = (job.dataset, job.backbone, job.path, job.members)  # jobs of about one cost
         est = costs.get(ck, 0.05 * s.budget_s)  # the first of its kind: 5% of the budget
-        left = deadline - time.perf_counter()
+        left = deadline - clock()
         if left <= 0 or est > left:
             why = "budget spent" if left <= 0 else f"needs ~{est:.0f}s, {left:.0f}s left"
             skipped.append({"key": k, "reason": f"not started: {why}"})
             continue
-        t0 = time.perf_counter()
+        t0 = clock()
         fk = (job.dataset, job.backbone, job.heads)
         steps, eval_n = P.job_sizes(job.members, s.steps, s.eval_images,
                                     job.cfg.eval_batch_size)
@@ -195,7 +196,7 @@ def run_jobs(s: Settings, jobs: list[Job], t_start: float, progress: bool = True
             continue
         finally:
             _free(s.device)
-        costs[ck] = time.perf_counter() - t0
+        costs[ck] = clock() - t0
         if m["flops_step"] is not None:
             flops[fk] = m["flops_step"]
         done.append(row(job, m, flops.get(fk), costs[ck], name, s.device))
@@ -267,8 +268,8 @@ def project(results: dict) -> dict:
             "grid_runs": len(shapes) * len(s["backbones"]) * len(P.PAPER_HEADS) * s["seeds"]}
 
 
-def run(s: Settings, progress: bool = True) -> dict:
-    t_start = time.perf_counter()
+def run(s: Settings, progress: bool = True, clock=time.perf_counter) -> dict:
+    t_start = clock()
     check(s)
     if s.threads:
         torch.set_num_threads(s.threads)
@@ -285,13 +286,13 @@ def run(s: Settings, progress: bool = True) -> dict:
     results["planned"] = len(jobs)
 
     def finish(part: dict) -> dict:
-        out = {**results, **part, "elapsed_s": time.perf_counter() - t_start}
+        out = {**results, **part, "elapsed_s": clock() - t_start}
         return {**out, **project(out)}
 
     def checkpoint(part: dict) -> None:  # a killed run still leaves its JSON
         save(finish(part), s.out)
 
-    return finish(run_jobs(s, jobs, t_start, progress, checkpoint if s.out else None))
+    return finish(run_jobs(s, jobs, t_start, progress, checkpoint if s.out else None, clock))
 
 
 # --------------------------------------------------------------------- CLI --

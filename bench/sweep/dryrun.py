@@ -1,6 +1,7 @@
 """What `bench run --dry-run` shows per run: its state on disk (done, damaged,
 running, failed, missing, or no weights) and the protocol it would train under
-(sizes, backbone library and weights, drop path, loss, class groups, steps), as
+(sizes, backbone library and weights, drop path, loss, class groups, steps,
+optimiser, batch, cycles x epochs, augmentation), as
 two tables or one JSON object per run."""
 from __future__ import annotations
 
@@ -81,6 +82,11 @@ def run_protocol(spec, exp) -> dict:
         "class_groups": groups, "drop_last": cfg.drop_last,
         "steps_per_epoch": steps_per_epoch(len(bundle.train), cfg.batch_size, cfg.drop_last),
         "checkpoint_score": cfg.checkpoint_score,
+        # the optimiser and schedule, checkable before any GPU hour is spent
+        "lr": cfg.lr, "momentum": cfg.momentum, "weight_decay": cfg.weight_decay,
+        "eta_min": cfg.eta_min, "batch_size": cfg.batch_size, "cycles": cfg.cycles,
+        "epochs_per_cycle": cfg.epochs_per_cycle, "epochs": cfg.epochs,
+        "augment": cfg.augment, "augment_mode": cfg.augment_mode if cfg.augment else None,
     }
 
 
@@ -91,6 +97,13 @@ def protocols(specs, experiments) -> list[dict]:
 def protocol_json(rows: list[dict]) -> str:
     """One JSON object per line, one line per run."""
     return "\n".join(json.dumps(row, sort_keys=True) for row in rows)
+
+
+def training(r: dict) -> tuple:
+    """The optimiser, batch, schedule and augmentation columns of a protocol row."""
+    return (f"{r['lr']:g}/{r['momentum']:g}/{r['weight_decay']:g}", r["batch_size"],
+            f"{r['cycles']}x{r['epochs_per_cycle']}",
+            f"TrivialAugmentWide ({r['augment_mode']})" if r["augment"] else "off")
 
 
 def protocol_table(rows: list[dict], max_rows: int = ROWS) -> str:
@@ -104,7 +117,8 @@ def protocol_table(rows: list[dict], max_rows: int = ROWS) -> str:
     for r in rows:
         key = (r["dataset"], r["backbone"], r["method"], size(r["sizes"]), r["backbone_impl"],
                r["weights"], r["drop_path"], r["loss"],
-               " ".join(map(str, r["class_groups"] or [])) or "-", r["steps_per_epoch"])
+               " ".join(map(str, r["class_groups"] or [])) or "-", r["steps_per_epoch"],
+               *training(r))
         merged.setdefault(key, []).append(r["seed"])
     table = [[*k[:3], format_seeds(seeds), *k[3:]] for k, seeds in merged.items()]
     more = (f"\n... {len(table) - max_rows} more rows not listed"
@@ -112,5 +126,6 @@ def protocol_table(rows: list[dict], max_rows: int = ROWS) -> str:
     return "protocol per run:\n" + tabulate(
         table[:max_rows], headers=["dataset", "backbone", "method", "seeds",
                                    "px train/val/test", "impl", "weights", "drop path",
-                                   "loss", "class groups", "steps/epoch"],
+                                   "loss", "class groups", "steps/epoch", "SGD lr/mom/wd",
+                                   "batch", "cycles x epochs", "augment"],
         tablefmt="github") + more

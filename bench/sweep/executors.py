@@ -288,12 +288,19 @@ def _exit_reason(rc: int) -> str:
 
 def died(spec, reason: str, pid=None, job=None) -> dict:
     """Record a run whose process ended without reporting (killed, crashed)."""
+    from bench.core.errors import disk_full_message, is_disk_full
+
     progress = runstate.read_progress(spec.record) or {}
     last = progress.get("step", 0)
-    runstate.write_failure(spec.record, reason, last, log=str(runstate.log_path(spec.record)),
-                           pid=pid)
+    try:
+        runstate.write_failure(spec.record, reason, last,
+                               log=str(runstate.log_path(spec.record)), pid=pid)
+        runstate.append_log(spec.record, f"FAILED after step {last}: {reason}")
+    except OSError as err:  # a full disk: the summary says so, in one line
+        if not is_disk_full(err):
+            raise
+        reason = disk_full_message(err)
     runstate.drop_lock_of(spec.record, pid=pid, job=job)  # stale now; a rerun needs no wait
-    runstate.append_log(spec.record, f"FAILED after step {last}: {reason}")
     return {"label": spec.label, "record": str(spec.record), "status": "failed",
             "reason": reason, "last_step": last, "pid": pid,
             "log": str(runstate.log_path(spec.record))}

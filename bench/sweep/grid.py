@@ -18,7 +18,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.sweep import runstate
-from bench.core import store
+from bench.core import plugins, store
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError, choices_error
 from bench.core.seeds import parse_seeds  # noqa: F401  (its home before core.seeds)
@@ -68,6 +68,9 @@ class RunSpec:
     # (augment, train, test) px as the grid resolved them for this method:
     # --fuse methods groups by it (LS at 150 px never steps with CE at 224)
     sizes: tuple = ()
+    # (module, sys.path folder) of each plugin the sweep loaded: the worker
+    # loads them before resolving a name (bench.core.plugins)
+    plugins: tuple = ()
 
     @property
     def record(self) -> Path:
@@ -82,6 +85,7 @@ class RunSpec:
         d = dataclasses.asdict(self)
         d["method_overrides"] = [list(p) for p in self.method_overrides]
         d["load_options"] = [list(p) for p in self.load_options]
+        d["plugins"] = [list(p) for p in self.plugins]
         return json.dumps(d, sort_keys=True)
 
     @classmethod
@@ -91,6 +95,7 @@ class RunSpec:
         for key in ("method_overrides", "load_options"):
             d[key] = tuple(tuple(p) for p in d[key])
         d["sizes"] = tuple(d.get("sizes", ()))
+        d["plugins"] = tuple(tuple(p) for p in d.get("plugins", ()))
         return cls(**d)
 
 
@@ -147,36 +152,69 @@ def experiment_for(spec: "RunSpec", method, missing_ok: bool = False):
     bundle = bundle_for(spec.dataset, spec.backbone, spec.train, method, spec.data_root,
                         spec.load_options)
     return make_experiment(bundle, spec.backbone, method, spec.train,
-                           weights=weights_for(spec, method.heads, missing_ok)), bundle
+                           weights=weights_for(spec, method.heads, missing_ok),
+                           dataset=spec.dataset), bundle
+
+
+def check_weights_fit(backbone: str, cfg: TrainConfig, spec) -> None:
+    """Build the backbone once and load a --weights file into it: a backbone
+    without weights (smallcnn) or a state dict with other keys or shapes fails
+    in one line before anything trains."""
+    _fit(backbone, cfg.image_size, cfg.backbone_impl, spec)
+
+
+@functools.lru_cache(maxsize=16)
+def _fit(backbone: str, image_size: int, impl: str, spec) -> None:
+    from bench.train.backbones import create_backbone
+
+    create_backbone(backbone, image_size, weights=spec, impl=impl)
+
+
+def _profile_weights(cfg: TrainConfig, backbone: str, asked: bool) -> TrainConfig:
+    """The profile's ImageNet default applies to backbones that have weights;
+    one without (smallcnn) trains from scratch unless weights were asked for."""
+    from bench.train.backbones import has_imagenet_weights
+
+    if cfg.pretrained and not asked and not has_imagenet_weights(backbone):
+        return dataclasses.replace(cfg, pretrained=False)
+    return cfg
 
 
 def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
                 results: str, data_root=None, device=None, force=False, options: tuple = (),
-                weights: str | None = None, dry_run: bool = False):
+                weights: str | None = None, dry_run: bool = False,
+                pretrained_asked: bool = False):
     """The grid in order dataset > backbone > method > seed (seeds innermost, so
     a method's seeds finish together). `backbones` None = each dataset's default;
     `methods` are Method objects with their overrides applied, `overrides` maps a
     method name to the raw --set values it owns (replayed by the worker).
     `dry_run`: ImageNet weights missing from the cache do not stop the grid
-    (their runs show as 'no weights'). Returns (specs, {config hash: Experiment})."""
+    (their runs show as 'no weights'). `pretrained_asked`: --pretrained or
+    --weights was given; otherwise a profile's ImageNet default is dropped for
+    backbones without weights (smallcnn). Returns (specs, {hash: Experiment})."""
     specs, experiments = [], {}
     for dataset in datasets:
         for backbone in backbones or [None]:
             if backbone is None:
                 backbone = default_backbone(dataset, data_root, options)
+            bcfg = _profile_weights(cfg, backbone, pretrained_asked)
             for method in methods:
                 proto = RunSpec(dataset, backbone, method.name,
-                                tuple(sorted(overrides.get(method.name, {}).items())), cfg, 0, "",
+                                tuple(sorted(overrides.get(method.name, {}).items())), bcfg, 0, "",
                                 str(results), data_root, device, force, options, weights)
                 exp, bundle = experiment_for(proto, method, missing_ok=dry_run)
                 # Method/dataset mismatches (e.g. more heads than classes) stop
                 # the sweep before anything trains.
                 method.check(bundle.num_classes)
+                if weights:  # a file that does not fit stops here, not once per run
+                    check_weights_fit(backbone, exp.train, exp.weights)
                 experiments[exp.chash] = exp
                 t = exp.train
                 sizes = (t.augment_size, t.image_size, t.test_size)
-                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash, sizes=sizes)
-                          for s in seeds]
+                carry = plugins.carried(m for c in exp.plugin_code().values()
+                                        for m in c["modules"])
+                specs += [dataclasses.replace(proto, seed=s, chash=exp.chash, sizes=sizes,
+                                              plugins=carry) for s in seeds]
     return specs, experiments
 
 

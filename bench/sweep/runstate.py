@@ -61,9 +61,13 @@ def read_json(path) -> dict | None:
 def _write_atomic(path: Path, obj: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True, default=str)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=2, sort_keys=True, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no 0-byte temporary
+        raise
 
 
 # ------------------------------------------------------------------- lock --
@@ -140,8 +144,12 @@ def acquire(record) -> str | None:
                 return describe(holder)
             _remove_stale(path, holder)
             continue
-        with os.fdopen(fd, "w") as f:
-            json.dump(me, f)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(me, f)
+        except BaseException:
+            path.unlink(missing_ok=True)  # an empty lock would hold the run for a minute
+            raise
         return None
     return describe(read_json(path))
 

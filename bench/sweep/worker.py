@@ -13,10 +13,11 @@ import re
 import socket
 import time
 import traceback
+from pathlib import Path
 
 from bench.sweep import runstate
-from bench.core import store
-from bench.core.errors import BenchError
+from bench.core import plugins, store
+from bench.core.errors import BenchError, disk_full_message, is_disk_full
 from bench.sweep.grid import RunSpec, experiment_for
 
 HEARTBEAT_SECONDS = 1.0  # progress file (last step) at most this often
@@ -39,14 +40,16 @@ class Heartbeat:
     every HEARTBEAT_SECONDS and a "step i/n loss" log line at most every
     LOG_SECONDS, so a failed or killed run can say how far it got."""
 
-    def __init__(self, records: list, total: int, logs: list):
-        self._records, self._total, self._logs = records, total, logs
-        self.step, self._beat, self._said = 0, 0.0, time.monotonic()
+    def __init__(self, records: list, total: int, logs: list, clock=time.monotonic):
+        self._records, self._total, self._logs, self._clock = records, total, logs, clock
+        # None: no beat yet, so the first step writes at once whatever the
+        # clock reads (time.monotonic starts near 0 at boot)
+        self.step, self._beat, self._said = 0, None, clock()
 
     def __call__(self, step: int, loss) -> None:
         self.step = step
-        now = time.monotonic()
-        if now - self._beat >= HEARTBEAT_SECONDS:
+        now = self._clock()
+        if self._beat is None or now - self._beat >= HEARTBEAT_SECONDS:
             self._beat = now
             for record in self._records:
                 runstate.write_progress(record, step, self._total)
@@ -60,7 +63,12 @@ class Heartbeat:
 def execute(spec: RunSpec) -> dict:
     """Train `spec` unless done or held by a live process; returns an outcome dict."""
     t0 = time.time()
-    outs, held = _claim([spec], t0)
+    try:
+        outs, held = _claim([spec], t0)
+    except OSError as err:  # a full disk: even the lock cannot be written
+        return {"label": spec.label, "record": str(spec.record), "status": "failed",
+                "reason": classify(err, spec), "last_step": None, "start": t0,
+                "end": time.time(), "log": str(runstate.log_path(spec.record))}
     out = outs[spec.label]
     if not held:  # skipped or busy
         return {**out, "end": time.time()}
@@ -84,13 +92,23 @@ def _mark_done(spec: RunSpec, log: "RunLog", message: str) -> None:
     """A complete record: an earlier attempt's failure and step are obsolete."""
     runstate.clear_failure(spec.record)
     runstate.clear_progress(spec.record)
-    log(message)
+    _best_effort(log, message)
+
+
+def _best_effort(write, *args, **kwargs) -> None:
+    """A log line or failure file that cannot be written (a full disk) must
+    not hide the outcome: the sweep's summary still says what happened."""
+    try:
+        write(*args, **kwargs)
+    except OSError:
+        pass
 
 
 def _mark_failed(spec: RunSpec, log: "RunLog", reason: str, last) -> None:
     """The run's log gets the traceback; failed.json the one-line reason."""
-    log(f"FAILED at step {last}: {reason}\n{traceback.format_exc()}")
-    runstate.write_failure(spec.record, reason, last, log=str(log.path), pid=os.getpid())
+    _best_effort(log, f"FAILED at step {last}: {reason}\n{traceback.format_exc()}")
+    _best_effort(runstate.write_failure, spec.record, reason, last, log=str(log.path),
+                 pid=os.getpid())
 
 
 def _prepare(spec: RunSpec):
@@ -101,6 +119,9 @@ def _prepare(spec: RunSpec):
     from bench.core.device import default_device
     from bench.core.schedule import steps_per_epoch
 
+    # this process (a fork of the pool's server, a SLURM task) resolves the
+    # names itself: the sweep's plugins first, and any entry point
+    plugins.load_carried(spec.plugins)
     method = create_method(spec.method, dict(spec.method_overrides))
     exp, bundle = experiment_for(spec, method)
     if exp.chash != spec.chash:
@@ -225,6 +246,8 @@ def classify(err: BaseException, spec: RunSpec) -> str:
                 f"use a larger GPU, a smaller image size or --jobs-per-gpu 1): {first[:120]}")
     if isinstance(err, BenchError):
         return first
+    if is_disk_full(err):
+        return disk_full_message(err)
     return f"{type(err).__name__}: {first}"
 
 
@@ -284,6 +307,9 @@ def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: 
         outcome = execute_group([RunSpec.from_json(t) for t in payload])
     else:
         outcome = execute(RunSpec.from_json(spec_json))
-    with open(report + ".tmp", "w") as f:
-        json.dump(outcome, f)
-    os.replace(report + ".tmp", report)
+    try:
+        with open(report + ".tmp", "w") as f:
+            json.dump(outcome, f)
+        os.replace(report + ".tmp", report)
+    except OSError:  # a full disk: the sweep reports the run as died, and why
+        Path(report + ".tmp").unlink(missing_ok=True)

@@ -355,3 +355,18 @@ def _resolve_timm(name: str):
 
 
 BACKBONES.add_resolver(_resolve_timm)
+
+NO_IMAGENET_WEIGHTS = ("smallcnn",)  # registered backbones without published weights
+
+
+def has_imagenet_weights(name: str) -> bool:
+    """Whether ImageNet weights exist for a backbone (the paper profiles then
+    load them by default); a timm model when timm lists a pretrained tag."""
+    name = canonical_backbone(name)
+    if name in NO_IMAGENET_WEIGHTS:
+        return False
+    if name.startswith(TIMM_PREFIX):
+        import timm
+
+        return timm.models.get_pretrained_cfg(name.removeprefix(TIMM_PREFIX)) is not None
+    return True

@@ -9,7 +9,8 @@ from typing import Optional
 import torch
 
 from bench.core import store
-from bench.train.backbones import backbone_impl, build_model, drop_path_rate
+from bench.core.plugins import BUILTIN
+from bench.train.backbones import BACKBONES, backbone_impl, build_model, drop_path_rate
 from bench.core.config import TrainConfig, config_hash, result_fields
 from bench.core.device import default_device
 from bench.core.metrics import all_metrics, head_probs
@@ -31,6 +32,9 @@ class Experiment:
     train: TrainConfig
     data_identity: tuple  # sorted (key, value) pairs from the adapter
     weights: Optional[WeightsSpec] = None  # initial backbone weights (None = random)
+    # (role, identity) for method, dataset, backbone: origin and source sha256
+    # (bench.core.plugins.code_identity); a plugin's code enters the hash
+    code: tuple = ()
 
     def payload(self) -> dict:
         return {
@@ -40,7 +44,21 @@ class Experiment:
             "train": result_fields(self.train),
             # Only when set, so random-init hashes are unchanged.
             **({"weights": self.weights.label} if self.weights else {}),
+            # Only for plugin code, so built-in hashes are unchanged (the
+            # harness version and git commit in provenance identify that code).
+            **({"plugin_code": self.plugin_code()} if self.plugin_code() else {}),
         }
+
+    def plugin_code(self) -> dict:
+        """role -> {modules, sha256} of each plugin part: what the hash sees
+        (not the route it was loaded by, so --plugin and an entry point agree)."""
+        return {role: {"modules": ident["modules"], "sha256": ident["sha256"]}
+                for role, ident in self.code_dict().items() if ident["origin"] != BUILTIN}
+
+    def code_dict(self) -> dict:
+        """role -> identity as plain JSON (what config.json's "code" holds)."""
+        return {role: {k: list(v) if isinstance(v, tuple) else v for k, v in ident}
+                for role, ident in self.code}
 
     @property
     def chash(self) -> str:
@@ -51,13 +69,34 @@ class Experiment:
 
 
 def make_experiment(bundle, backbone: str, method, cfg: TrainConfig,
-                    weights: Optional[WeightsSpec] = None) -> Experiment:
+                    weights: Optional[WeightsSpec] = None, dataset: str | None = None
+                    ) -> Experiment:
+    """`dataset`: the adapter's registered name (default: the bundle's name)."""
     cfg = dataclasses.replace(cfg, **used_sizes(bundle))
     return Experiment(
         dataset=bundle.name, backbone=backbone, method=method.name,
         method_params=tuple(sorted(method.params_dict().items())), heads=method.heads,
         train=cfg, data_identity=tuple(sorted(bundle.identity.items())), weights=weights,
+        code=code_identities(method, dataset or bundle.name, backbone),
     )
+
+
+def code_identities(method, dataset: str, backbone: str) -> tuple:
+    """(role, identity) of the code behind each part; a name no registry
+    knows (a test double) has none."""
+    from bench.datasets import DATASETS
+    from bench.methods import METHODS
+
+    parts = (("method", METHODS, method.name, (type(method),)),
+             ("dataset", DATASETS, dataset, ()), ("backbone", BACKBONES, backbone, ()))
+    return tuple((role, _frozen(reg.code_identity(name, *more)))
+                 for role, reg, name, more in parts if name in reg)
+
+
+def _frozen(identity: dict) -> tuple:
+    """Hashable (the Experiment is a dict key of the summary table)."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                        for k, v in identity.items()))
 
 
 def used_sizes(bundle) -> dict:
@@ -83,6 +122,7 @@ def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: i
     config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
               "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
               "backbone_weights": weights_label, **backbone_fields(exp), **extra,
+              "code": exp.code_dict(),
               "provenance": provenance(device)}
     store.write_record(path, config, record_metrics(result, bundle, n_params), {
         "val_logits": result.val_logits, "val_labels": bundle.val.labels,
@@ -130,4 +170,6 @@ def record_metrics(result, bundle, n_params: int) -> dict:
         "steps": result.steps,
         "infer_ms_per_image": result.infer_ms_per_image,
         "n_params": n_params,
+        # per epoch: mean training loss, lr; per cycle: validation metrics
+        "history": result.history,
     }

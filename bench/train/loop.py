@@ -27,6 +27,7 @@ from bench.train.augment import MODES, augment_batch
 from bench.core.config import TrainConfig
 from bench.core.schedule import cosine_lr, steps_per_epoch  # noqa: F401  (re-exported)
 from bench.core.errors import BenchError, choices_error
+from bench.train.history import History
 from bench.train.resume import rng_state, set_rng_state
 from bench.train.protocol import checkpoint_auc, set_deterministic, to_model_size
 from bench.core.transfer import h2d
@@ -55,6 +56,7 @@ class TrainResult:
     train_images_per_s: float = 0.0
     steps: int = 0
     infer_ms_per_image: float = 0.0  # test-set prediction time / images
+    history: dict = field(default_factory=dict)  # bench.train.history.History.member
 
 
 # ---------------------------------------------------------------- schedule --
@@ -247,9 +249,11 @@ def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
     cycle_steps = per_epoch * cfg.epochs_per_cycle
     best, aucs = [(-math.inf, None)] * stepper.size, [[] for _ in range(stepper.size)]
     start, step, seen, seconds = 0, 0, 0, 0.0
+    history = History(stepper.size)
     saved = state.load() if state is not None else None
     if saved is not None:  # a killed run: go on after its last cycle end
         start, step, seen, seconds, best, aucs = restore(stepper, saved)
+        history.load_state_dict(saved["history"])
     bar = tqdm(total=cycle_steps * cfg.cycles, initial=step, desc=stepper.name, leave=False,
                disable=not progress, unit="step")
     for cycle in range(start, cfg.cycles):
@@ -267,17 +271,23 @@ def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
                 if on_step is not None:
                     on_step(step, losses[-1])
             check_finite(losses, first, cycle, epoch, cfg.lr)
+            history.epoch(cycle, epoch, losses, lr)
         sync(device)
         seconds += time.perf_counter() - t0
-        best = keep_best(stepper, stepper.predict(xs["val"]), data.val.labels, cycle,
-                         best, aucs, cfg.checkpoint_score)
+        val = stepper.predict(xs["val"])
+        best = keep_best(stepper, val, data.val.labels, cycle, best, aucs, cfg.checkpoint_score)
+        history.cycle(cycle, val, data.val.labels, aucs)
         bar.set_postfix(val_auc=" ".join(f"{a[-1]:.4f}" for a in aucs))
         if state is not None:
             state.save({"loop": {"cycle": cycle + 1, "step": step, "seen": seen,
                                  "seconds": seconds, "best": best, "aucs": aucs},
-                        "stepper": stepper.state_dict(), "rng": rng_state()})
+                        "stepper": stepper.state_dict(), "rng": rng_state(),
+                        "history": history.state_dict()})
     bar.close()
-    return _results(stepper, best, aucs, xs["test"], seconds, seen, step)
+    results = _results(stepper, best, aucs, xs["test"], seconds, seen, step)
+    for s, result in enumerate(results):
+        result.history = history.member(s)
+    return results
 
 
 def restore(stepper, saved: dict) -> tuple:

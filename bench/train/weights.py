@@ -159,7 +159,8 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
             raise BenchError(
                 f"no ImageNet weights for {backbone} ({tag}) in the torch hub cache "
                 f"({torch.hub.get_dir()}/checkpoints); rerun once online with --download, copy "
-                "that file here, or pass --weights PATH (a torchvision state dict)")
+                "that file here, pass --weights PATH (a torchvision state dict), or "
+                "--no-pretrained to train from scratch")
         return WeightsSpec(hit[0], f"{hit[1]} sha256:{file_digest(hit[0])}")
     name = timm_name(backbone)
     import timm
@@ -176,8 +177,9 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
         hub = _hub_id(name) or name
         raise BenchError(
             f"no ImageNet weights for {backbone} ({hub}) in the local Hugging Face/torch hub "
-            "cache; rerun once online with --download, copy that cache here (HF_HOME), or pass "
-            "--weights PATH (.safetensors or a torch state dict)")
+            "cache; rerun once online with --download, copy that cache here (HF_HOME), pass "
+            "--weights PATH (.safetensors or a torch state dict), or --no-pretrained to train "
+            "from scratch")
     path, source = hit
     return WeightsSpec(path, f"{source} sha256:{file_digest(path)}")
 
@@ -213,13 +215,24 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
             sd = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # pickle refusal, corrupt file
         raise BenchError(f"cannot read weights {path} as tensors only "
-                         f"({type(err).__name__}: {str(err).splitlines()[0][:100]})") from None
+                         f"({type(err).__name__}: {short_reason(err)})") from None
     for key in WRAPPER_KEYS:  # common training-checkpoint wrappers
         if isinstance(sd, dict) and isinstance(sd.get(key), dict):
             sd = sd[key]
     if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
         raise BenchError(f"weights {path}: expected a state dict of tensors")
     return {k.removeprefix("module."): v for k, v in sd.items()}
+
+
+def short_reason(err: Exception, width: int = 100) -> str:
+    """An exception's first line for a one-line error: terminal colour codes
+    (torch's weights-only refusal has them) removed, cut at a word boundary."""
+    import re
+    import textwrap
+
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", str(err)).strip()
+    first = text.splitlines()[0] if text else type(err).__name__
+    return textwrap.shorten(first, width=width, placeholder=" ...")
 
 
 def load_into(model: torch.nn.Module, spec: WeightsSpec, model_name: str) -> None:

@@ -144,7 +144,7 @@ def test_parse_set_splits_on_the_first_equals_and_strips():
 @pytest.mark.parametrize("raw, kind, want", [
     ("true", bool, True), ("Yes", bool, True), (" on ", bool, True), ("1", bool, True),
     ("false", bool, False), ("NO", bool, False), ("off", bool, False), ("0", bool, False),
-    ("7", int, 7), (" -3 ", int, -3), ("1e-2", float, 0.01), ("inf", float, float("inf")),
+    ("7", int, 7), (" -3 ", int, -3), ("1e-2", float, 0.01), ("-1e300", float, -1e300),
     ("x y", str, "x y"), (5, int, 5), (0.5, float, 0.5), (True, bool, True)])
 def test_convert_accepts(raw, kind, want):
     got = C.convert("k", raw, kind)
@@ -152,7 +152,9 @@ def test_convert_accepts(raw, kind, want):
 
 
 @pytest.mark.parametrize("raw, kind", [("maybe", bool, ), ("2", bool), ("3.0", int),
-                                       ("x", int), ("nan", float), ("", float), (True, int)])
+                                       ("x", int), ("nan", float), ("", float), (True, int),
+                                       # every float key is finite (1e309 parses as inf)
+                                       ("inf", float), ("-inf", float), ("1e309", float)])
 def test_convert_rejects_in_one_line(raw, kind):
     with pytest.raises(BenchError, match=rf"^--set k={raw}: expected {kind.__name__}, "):
         C.convert("k", raw, kind)

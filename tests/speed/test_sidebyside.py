@@ -23,7 +23,7 @@ def test_the_job_is_gpuplans_cell():
 
 def test_two_processes_time_together_and_throughputs_add_up():
     job = _job(2)
-    row = S.run_side_by_side(job, "cpu", 2, steps=3, warmup=1, timeout_s=120)
+    row = S.run_side_by_side(job, "cpu", 2, steps=3, warmup=1, timeout_s=600)  # any speed
     assert row["processes"] == 2 and len(row["ms_step"]) == 2 and min(row["ms_step"]) > 0
     by_hand = sum(1000.0 * 2 * 8 / t for t in row["ms_step"])  # 2 members x batch 8 a step
     assert row["images_per_s"] == pytest.approx(by_hand)
@@ -31,7 +31,7 @@ def test_two_processes_time_together_and_throughputs_add_up():
 
 def test_a_failing_process_is_reported_and_nobody_waits_forever():
     bad = dataclasses.replace(_job(1), backbone="no-such-backbone")
-    row = S.run_side_by_side(bad, "cpu", 2, steps=2, warmup=1, timeout_s=60)
+    row = S.run_side_by_side(bad, "cpu", 2, steps=2, warmup=1, timeout_s=600)
     assert row["processes"] == 2 and "no-such-backbone" in row["error"]
 
 

@@ -130,7 +130,7 @@ def test_released_sizes_split_methods_groups(tmp_path):
     specs = specs_for(build_parser().parse_args(
         ["run", "--dataset", "chaoyang", "--data-root", str(tmp_path / "cy"), "--backbone",
          "resnet50", "--method", "paper", "--seeds", "2", "--results", str(tmp_path / "r"),
-         "--no-progress"]))
+         "--no-progress", "--no-pretrained"]))  # sizes only: no ImageNet weights needed
     groups = fuse_groups(specs, "methods")
     got = [sorted({(s.method, s.sizes) for s in g}) for g in groups]
     small = (150, 150, 224)

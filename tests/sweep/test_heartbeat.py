@@ -4,6 +4,16 @@ import torch
 from bench.sweep import runstate, worker
 
 
+class FakeClock:
+    """A clock the test moves by hand: no dependence on uptime or speed."""
+
+    def __init__(self, now: float):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_heartbeat_writes_every_members_progress_and_own_loss(tmp_path, monkeypatch):
     monkeypatch.setattr(worker, "HEARTBEAT_SECONDS", 0.0)
     monkeypatch.setattr(worker, "LOG_SECONDS", 0.0)
@@ -11,7 +21,7 @@ def test_heartbeat_writes_every_members_progress_and_own_loss(tmp_path, monkeypa
     for r in records:
         r.mkdir(parents=True)
     logs = [[], []]
-    beat = worker.Heartbeat(records, 12, [log.append for log in logs])
+    beat = worker.Heartbeat(records, 12, [log.append for log in logs], clock=FakeClock(5.0))
     beat(1, torch.tensor([0.5, 0.25]))
     beat(2, torch.tensor([0.125, 2.0]))
     assert beat.step == 2
@@ -22,13 +32,31 @@ def test_heartbeat_writes_every_members_progress_and_own_loss(tmp_path, monkeypa
 
 
 def test_heartbeat_is_rate_limited(tmp_path, monkeypatch):
-    monkeypatch.setattr(worker, "HEARTBEAT_SECONDS", 3600.0)
-    monkeypatch.setattr(worker, "LOG_SECONDS", 3600.0)
+    monkeypatch.setattr(worker, "HEARTBEAT_SECONDS", 10.0)
+    monkeypatch.setattr(worker, "LOG_SECONDS", 30.0)
     record = tmp_path / "r"
     record.mkdir()
     said = []
-    beat = worker.Heartbeat([record], 5, [said.append])
+    clock = FakeClock(100.0)
+    beat = worker.Heartbeat([record], 5, [said.append], clock=clock)
     beat(1, torch.tensor(1.0))  # the first beat writes at once
-    beat(2, torch.tensor(1.0))
+    clock.now += 9.0
+    beat(2, torch.tensor(1.0))  # inside the interval: nothing written
     assert runstate.read_progress(record)["step"] == 1 and beat.step == 2
     assert said == []  # the loss line waits LOG_SECONDS from the start
+    clock.now += 1.0
+    beat(3, torch.tensor(1.0))  # HEARTBEAT_SECONDS after the first beat
+    assert runstate.read_progress(record)["step"] == 3 and said == []
+    clock.now += 20.0
+    beat(4, torch.tensor(0.5))
+    assert said == ["step 4/5 loss 0.5000"]
+
+
+def test_issue_point1_first_beat_written_at_once_on_a_just_booted_clock(tmp_path):
+    """Issue point 1 (suite green on any machine): a monotonic clock that reads 0.2 s
+    (a machine booted moments ago) must not hold back the first progress file."""
+    record = tmp_path / "r"
+    record.mkdir()
+    beat = worker.Heartbeat([record], 5, [lambda line: None], clock=FakeClock(0.2))
+    beat(1, torch.tensor(1.0))
+    assert runstate.read_progress(record)["step"] == 1

@@ -51,7 +51,8 @@ def test_method_paper_is_exactly_the_papers_trained_rows(capsys, tmp_path):
 
 
 def test_grid_keys_and_changed_hyperparameter_gives_new_record(tmp_path):
-    specs = specs_for(run_args(tmp_path, "--backbone", "smallcnn,resnet18", "--seeds", "0-1"))
+    specs = specs_for(run_args(tmp_path, "--backbone", "smallcnn,resnet18", "--seeds", "0-1",
+                               "--no-pretrained"))  # no ImageNet weights offline
     keys = [(s.backbone, s.method, s.seed) for s in specs]
     assert keys == [("smallcnn", "sl1h", 0), ("smallcnn", "sl1h", 1),
                     ("resnet18", "sl1h", 0), ("resnet18", "sl1h", 1)]
@@ -92,7 +93,7 @@ def test_dry_run_shows_done_running_failed_missing_and_trains_nothing(tmp_path, 
 # ------------------------------------------------------------------ locks --
 def test_lock_of_live_process_is_respected_and_dead_one_taken_over(tmp_path):
     record = tmp_path / "d" / "b" / "m" / "h" / "seed0"
-    sleeper = subprocess.Popen(["sleep", "30"])
+    sleeper = subprocess.Popen(["sleep", "3600"])  # killed below; lives however slow the test
     try:
         holder = {"pid": sleeper.pid, "host": os.uname().nodename,
                   "start": runstate.proc_start(sleeper.pid)}

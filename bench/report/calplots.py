@@ -1,0 +1,94 @@
+"""Figures of the extra calibration measures: smooth reliability diagrams
+(relplot, Blasiok and Nakkiran 2024) and the bin-count sensitivity of ECE.
+
+Pure data functions (`smooth_data`, `bin_sensitivity`) feed the drawing
+functions, so the numbers behind each figure can be tested.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bench.core.calibration_measures import BIN_COUNTS
+from bench.report.plots import figure_grid, plt
+
+SPARSE = 0.02  # the curve is drawn where the density is at least 2% of its peak
+
+
+def smooth_data(probs: np.ndarray, labels: np.ndarray) -> dict:
+    """relplot's smoothed accuracy-given-confidence curve `mu` on `mesh`, the
+    kernel density of the confidences, and the smooth ECE. No bootstrap band
+    (it would draw from numpy's global random state)."""
+    import relplot
+
+    conf = np.clip(np.asarray(probs).max(axis=1).astype(np.float64), 0.0, 1.0)
+    right = (np.asarray(probs).argmax(axis=1) == labels).astype(np.float64)
+    if len(conf) < 2:  # relplot's density estimate needs two samples: an empty panel
+        mesh = np.linspace(0, 1, 200)
+        return {"mesh": mesh, "mu": np.full(200, np.nan), "density": np.zeros(200),
+                "smece": float("nan"), "gap": float(conf.mean() - right.mean())}
+    d = relplot.prepare_rel_diagram(conf, right, plot_confidence_band=False)
+    # where (almost) no sample lies the smoothed curve is extrapolation: not drawn
+    mu = np.where(d["density"] >= SPARSE * d["density"].max(), d["mu"], np.nan)
+    return {"mesh": d["mesh"], "mu": mu, "density": d["density"], "smece": float(d["ce"]),
+            "gap": float(conf.mean() - right.mean())}
+
+
+def smooth_reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], title: str):
+    """One panel per method: the smoothed accuracy against confidence (red
+    where it lies below the diagonal: over-confident; blue above), the
+    diagonal, and below it the confidence density on one shared axis."""
+    datas = [smooth_data(p, y) for _, p, y in panels]
+    top = max(float(d["density"].max()) for d in datas) * 1.05 or 1.0
+    fig, height, cells = figure_grid(len(panels))
+    for (label, _, _), d, (r, c, cell) in zip(panels, datas, cells):
+        inner = cell.subgridspec(2, 1, height_ratios=[3, 1], hspace=0.08)
+        ax = fig.add_subplot(inner[0])
+        ax_d = fig.add_subplot(inner[1], sharex=ax)
+        x, mu = d["mesh"], d["mu"]
+        ax.fill_between(x, mu, x, where=mu < x, color="#C44E52", alpha=0.3, lw=0,
+                        label="over-confident")
+        ax.fill_between(x, mu, x, where=mu >= x, color="#4C72B0", alpha=0.3, lw=0,
+                        label="under-confident")
+        ax.plot(x, mu, color="black", lw=1.4, label="smoothed accuracy")
+        ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="perfect calibration")
+        ax.set(xlim=(0, 1), ylim=(0, 1))
+        ax.tick_params(labelbottom=False)
+        ax.set_title(f"{label}\nsmECE {d['smece'] * 100:.2f} | conf-acc {d['gap'] * 100:+.2f}",
+                     fontsize=9)
+        ax_d.fill_between(x, d["density"], color="grey")
+        ax_d.set(xlim=(0, 1), ylim=(0, top), xlabel="confidence")
+        if c == 0:
+            ax.set_ylabel("accuracy")
+            ax_d.set_ylabel("density")
+    handles, names = fig.axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=10, y=1 - 0.12 / height)
+    return fig
+
+
+def bin_sensitivity(groups: list) -> pd.DataFrame:
+    """(label, group) pairs -> tidy frame: label, bins, ECE mean and std over
+    seeds (fractions) at every bin count of BIN_COUNTS."""
+    rows = []
+    for label, g in groups:
+        for n in BIN_COUNTS:
+            v = np.asarray(g.values[f"ece{n}"], dtype=np.float64)
+            rows.append({"label": label, "bins": n, "ece_mean": float(v.mean()),
+                         "ece_std": float(v.std()) if len(v) > 1 else 0.0})
+    return pd.DataFrame(rows, columns=["label", "bins", "ece_mean", "ece_std"])
+
+
+def bin_sensitivity_figure(data: pd.DataFrame, title: str):
+    """ECE (x100) against the number of equal-width bins, one line per
+    method, the paper's 15 bins marked."""
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for label, part in data.groupby("label", sort=False):
+        ax.errorbar(part["bins"], part["ece_mean"] * 100, yerr=part["ece_std"] * 100,
+                    marker="o", ms=4, capsize=2, lw=1.2, label=label)
+    ax.axvline(15, color="grey", ls=":", lw=1)
+    ax.set(xticks=list(BIN_COUNTS), xlabel="equal-width bins", ylabel="ECE (x100)",
+           title=title)
+    ax.legend(fontsize=8, ncol=2, frameon=False)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,45 @@
+"""Training history of a run, kept by the training loop: per epoch the mean
+training loss and the learning rate of its last step, per cycle end the
+validation ACC / ECE / NLL / AUC of that cycle's checkpoint. Stored in the
+record's metrics.json under "history" (one entry per run; a fused group
+keeps one per member)."""
+from __future__ import annotations
+
+import torch
+
+from bench.core.metrics import all_metrics, head_probs
+
+
+class History:
+    """Filled by bench.train.loop.run_loop; `member(s)` is run s's history."""
+
+    def __init__(self, members: int):
+        self._epochs = [[] for _ in range(members)]
+        self._cycles = [[] for _ in range(members)]
+
+    def epoch(self, cycle: int, epoch: int, losses: list, lr: float) -> None:
+        """`losses`: the epoch's step losses (scalars, or one per member);
+        read after the loop's finite check, so this adds no extra sync point."""
+        if not losses:
+            return
+        means = torch.stack(losses).reshape(len(losses), -1).float().mean(0).tolist()
+        for s, mean in enumerate(means):
+            self._epochs[s].append({"cycle": cycle + 1, "epoch": epoch + 1,
+                                    "train_loss": mean, "lr": lr})
+
+    def cycle(self, cycle: int, val_logits, val_labels, aucs: list) -> None:
+        """val_logits [members, N, M, K] at this cycle's end; aucs[s][-1] its checkpoint AUC."""
+        for s in range(len(self._cycles)):
+            m = all_metrics(head_probs(val_logits[s]), val_labels)
+            self._cycles[s].append({"cycle": cycle + 1, "val_acc": m["acc"], "val_ece": m["ece"],
+                                    "val_nll": m["nll"], "val_auc": aucs[s][-1]})
+
+    def state_dict(self) -> dict:
+        """What a resumed run needs to carry on (saved at every cycle end)."""
+        return {"epochs": self._epochs, "cycles": self._cycles}
+
+    def load_state_dict(self, saved: dict) -> None:
+        self._epochs, self._cycles = saved["epochs"], saved["cycles"]
+
+    def member(self, s: int) -> dict:
+        return {"epochs": self._epochs[s], "cycles": self._cycles[s]}

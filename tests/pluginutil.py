@@ -1,0 +1,76 @@
+"""Lay a plugin on sys.path as an installed distribution, without pip: the
+package plus NAME-VERSION.dist-info/ (METADATA, entry_points.txt), which
+importlib.metadata finds as pip would have left it; and undo it afterwards."""
+from __future__ import annotations
+
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from bench.core import plugins
+from bench.datasets import DATASETS
+from bench.methods import METHODS
+from bench.train.backbones import BACKBONES
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "mhml-confpen"
+REGISTRIES = (METHODS, DATASETS, BACKBONES)
+
+
+def lay_distribution(site: Path, project: Path = EXAMPLE) -> Path:
+    """Copy `project`'s packages into `site` with a dist-info whose entry
+    points are the ones its pyproject.toml declares; -> the site folder."""
+    meta = tomllib.loads((project / "pyproject.toml").read_text())
+    name, version = meta["project"]["name"], meta["project"]["version"]
+    for package in meta["tool"]["setuptools"]["packages"]:
+        shutil.copytree(project / package, site / package)
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    groups = meta["project"].get("entry-points", {})
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+        for group, eps in groups.items()))
+    return site
+
+
+@pytest.fixture
+def clean_plugins(monkeypatch):
+    """Registries, loaded plugins, sys.modules and sys.path as they were:
+    a plugin registered by one test is gone for the next."""
+    entries = [dict(r._entries) for r in REGISTRIES]
+    loaded = dict(plugins._LOADED)
+    modules = set(sys.modules)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delenv(plugins.ENV, raising=False)
+    yield
+    for reg, before in zip(REGISTRIES, entries):
+        reg._entries.clear()
+        reg._entries.update(before)
+    plugins._LOADED.clear()
+    plugins._LOADED.update(loaded)
+    for name in set(sys.modules) - modules:
+        if _plugin_module(sys.modules[name]):
+            del sys.modules[name]
+
+
+def _plugin_module(module) -> bool:
+    """A module a test laid down (not torch's or any installed library's lazy
+    imports: those cannot be imported twice)."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return False
+    path = Path(file).resolve()
+    return not any(path.is_relative_to(Path(root).resolve())
+                   for root in (sys.prefix, sys.base_prefix, ROOT))
+
+
+@pytest.fixture
+def confpen_site(tmp_path, clean_plugins):
+    """The example plugin laid on sys.path as an installed distribution."""
+    site = lay_distribution(tmp_path / "site")
+    sys.path.append(str(site))
+    return site
