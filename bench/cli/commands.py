@@ -231,6 +231,10 @@ def run(args) -> int:
         rows = protocols(specs, experiments)
         print(protocol_json(rows) if args.json
               else f"{dry_run_table(rows)}\n\n{protocol_table(rows)}")
+        if args.executor == "slurm" and not args.json:
+            from bench.sweep.dryrun import sbatch_text
+
+            print(f"\n{sbatch_text(rows, args)}")
         return 0
     outcomes = run_sweep(specs, args, progress=not args.no_progress)
     complete = {o["record"] for o in outcomes if o["status"] in ("done", "skipped")}

@@ -84,6 +84,16 @@ def record_dir(root, dataset: str, backbone: str, method: str, chash: str, seed:
     return Path(root) / dataset / backbone / method / chash / f"seed{seed}"
 
 
+def state_path(record, group: str | None = None) -> Path:
+    """Where an unfinished run saves its state at each cycle end (bench.train.resume):
+    `<config-hash>/_sweep/seed<k>.state.pt` beside the record, never inside it,
+    so nothing that reads records sees it; a fused group's state is named after
+    its first member plus a digest of the whole group (`group`)."""
+    record = Path(record)
+    tag = f".group-{group}" if group else ""
+    return record.parent / "_sweep" / f"{record.name}{tag}.state.pt"
+
+
 def is_complete(path: Path) -> bool:
     try:
         return read_json(path / "metrics.json").get("status") == DONE

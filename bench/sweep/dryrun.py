@@ -27,6 +27,20 @@ def spec_status(spec, exp) -> tuple[str, str]:
     return run_status(spec)
 
 
+TODO = ("missing", "failed", "damaged")  # what a real run would train
+
+
+def sbatch_text(rows: list[dict], opts) -> str:
+    """--executor slurm: the sbatch parameters of the array a real run would submit."""
+    from bench.sweep.slurm import sbatch_lines
+
+    todo = sum(r["status"] in TODO for r in rows)
+    if not todo:
+        return "SLURM: nothing to submit"
+    lines = "\n".join(f"  {line}" for line in sbatch_lines(opts, todo))
+    return f"SLURM: one job array of {todo} tasks; sbatch parameters:\n{lines}"
+
+
 def dry_run_table(rows: list[dict], max_rows: int = ROWS) -> str:
     """One row per run (the `protocols` rows: each record is verified once):
     where it stands, and the tally of what a real run would do."""
@@ -39,7 +53,7 @@ def dry_run_table(rows: list[dict], max_rows: int = ROWS) -> str:
                               "detail"], tablefmt="github")
     if len(rows) > max_rows:
         table += f"\n... {len(rows) - max_rows} more runs not listed (counts below)"
-    todo = sum(counts.get(k, 0) for k in ("missing", "failed", "damaged"))
+    todo = sum(counts.get(k, 0) for k in TODO)
     tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
     return f"{table}\n{len(rows)} runs: {tally}; a real run would train {todo}"
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from bench.sweep import runstate
 from bench.core.errors import BenchError
+from bench.sweep.slurm import check_cluster, resources
 from bench.train.groups import FUSE_MODES, fuse_groups
 from bench.core.registry import Registry
 
@@ -42,8 +43,11 @@ def add_options(p) -> None:
     g = p.add_argument_group("slurm (through submitit)")
     g.add_argument("--partition", default=None, help="SLURM partition")
     g.add_argument("--time", type=int, default=120, help="time limit per run, minutes")
-    g.add_argument("--gpus-per-job", type=int, default=1)
-    g.add_argument("--cpus-per-job", type=int, default=4)
+    g.add_argument("--gpus-per-job", type=int, default=None,
+                   help="GPUs per array task (default: 1 where the partition's nodes have "
+                        "GPUs, per sinfo's GRES, else 0)")
+    g.add_argument("--cpus-per-job", type=int, default=None,
+                   help="CPUs per array task (default: 4, at most the partition's CPUs per node)")
     g.add_argument("--array-parallelism", type=int, default=16,
                    help="most array tasks running at once")
     g.add_argument("--slurm-folder", default=None, help="submitit logs (default RESULTS/_submitit)")
@@ -58,8 +62,11 @@ def check_options(opts) -> None:
         if value is not None and value < 1:
             raise BenchError(f"--{name.replace('_', '-')} {value}: must be at least 1")
     _check_fuse(opts)
-    if opts.gpus_per_job < 0:
+    check_cluster(opts)
+    if opts.gpus_per_job is not None and opts.gpus_per_job < 0:
         raise BenchError(f"--gpus-per-job {opts.gpus_per_job}: must be 0 or more")
+    if opts.executor == "slurm":
+        resources(opts)  # GPUs and CPUs against the partition, before anything is written
 
 
 def fuse_mode(opts) -> str | None:
@@ -302,30 +309,43 @@ def died(spec, reason: str, pid=None, job=None) -> dict:
 # ------------------------------------------------------------------ slurm --
 @EXECUTORS.register("slurm", "SLURM job arrays through submitit (--submitit-cluster local to test)")
 def run_slurm(specs, opts, on_outcome) -> None:
+    """One job array for the runs (bench.sweep.slurm fits it to the partition);
+    each task's outcome as it ends, a task lost without a result as failed."""
     try:
         import submitit
     except ImportError:
         raise BenchError("--executor slurm needs submitit: pip install submitit") from None
-    from bench.sweep.worker import execute
+    from bench.sweep import slurm
 
-    specs = list(specs)
-    if not specs:
+    todo = []
+    for spec in specs:  # runs held by live jobs (an earlier, interrupted sweep) stay theirs
+        holder = runstate.live_holder(spec.record)
+        if holder:
+            on_outcome({"label": spec.label, "record": str(spec.record), "status": "busy",
+                        "reason": f"being trained by {holder}"})
+        else:
+            todo.append(spec)
+    if not todo:
         return
-    folder = Path(opts.slurm_folder or Path(specs[0].results) / "_submitit")
-    executor = submitit.AutoExecutor(folder=folder / "%j", cluster=opts.submitit_cluster)
-    params = {"timeout_min": opts.time, "gpus_per_node": opts.gpus_per_job,
-              "cpus_per_task": opts.cpus_per_job, "tasks_per_node": 1, "nodes": 1,
-              "name": "bench", "slurm_array_parallelism": opts.array_parallelism}
-    if opts.partition:
-        params["slurm_partition"] = opts.partition
-    executor.update_parameters(**params)
-    jobs = executor.map_array(execute, specs)
+    specs = todo
+    jobs = slurm.submit(specs, opts)
     by_job = {job.job_id: spec for job, spec in zip(jobs, specs)}
-    for job in submitit.helpers.as_completed(jobs):
-        try:
-            outcome = job.result()
-        except Exception as err:  # noqa: BLE001 - job killed, timed out, node lost
-            first = (str(err).strip().splitlines() or [""])[0][:200]
-            outcome = died(by_job[job.job_id], f"SLURM job {job.job_id} failed: {first}",
-                           job=job.job_id)
+
+    def report(job, lost_state=None) -> None:
+        spec = by_job[job.job_id]
+        if lost_state is not None:
+            limit = f" (time limit --time {opts.time})" if lost_state == "TIMEOUT" else ""
+            outcome = died(spec, f"SLURM job {job.job_id} ended {lost_state}{limit} without "
+                                 "a result; rerun to resume it", job=job.job_id)
+        else:
+            try:
+                outcome = job.result()
+            except Exception as err:  # noqa: BLE001 - job killed, timed out, node lost
+                outcome = died(spec, slurm.job_failure(err, job, opts), job=job.job_id)
         on_outcome({**outcome, "job_id": job.job_id})
+
+    if opts.submitit_cluster == "slurm":
+        slurm.wait(jobs, report)  # squeue: works without an accounting database
+    else:
+        for job in submitit.helpers.as_completed(jobs):
+            report(job)

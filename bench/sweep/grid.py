@@ -229,8 +229,12 @@ def run_status(spec: RunSpec) -> tuple[str, str]:
     holder = runstate.live_holder(spec.record)
     if holder:
         return "running", holder
+    # a killed run's state file (bench.train.resume): the rerun goes on from it
+    saved = "resumes from its state saved at a cycle end" \
+        if store.state_path(spec.record).exists() else ""
     failure = runstate.read_failure(spec.record)
     if failure:
-        return "failed", f"{failure.get('reason', '?')} (last step {failure.get('last_step')})"
-    return "missing", ""
+        return "failed", "; ".join(filter(None, [
+            f"{failure.get('reason', '?')} (last step {failure.get('last_step')})", saved]))
+    return "missing", saved
 

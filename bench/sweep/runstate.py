@@ -106,6 +106,8 @@ def holder_alive(holder: dict | None, path: Path) -> bool:
         return False
     if not holder:  # being created right now, or garbage left by a crash
         return age < FRESH_EMPTY_SECONDS
+    if holder.get("slurm_job") and holder["slurm_job"] == slurm_job_id():
+        return False  # our own SLURM task before it was requeued (time limit, preemption)
     if holder.get("host") == socket.gethostname():
         return pid_alive(int(holder["pid"]), holder.get("start"))
     return age < STALE_SECONDS

@@ -138,6 +138,8 @@ def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
 
     method, exp, bundle, device, total = _prepare(spec)
     log(f"device {device}, {total} steps, batch size {exp.train.batch_size}")
+    if store.state_path(spec.record).exists():
+        log("resuming from the state saved at its last cycle end")
     beat = ctx["counter"] = Heartbeat([spec.record], total, [log])
     _, path = run_seed(exp, bundle, method, spec.seed, spec.results, device=device,
                        force=True, progress=False, on_step=beat)

@@ -16,6 +16,7 @@ from bench.core.device import default_device
 from bench.core.metrics import all_metrics, head_probs
 from bench.core.provenance import provenance
 from bench.train.loop import train
+from bench.train.resume import CycleState
 from bench.train.weights import WeightsSpec
 
 
@@ -139,15 +140,18 @@ def backbone_fields(exp: Experiment) -> dict:
 def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | None = None,
              force: bool = False, progress: bool = True, on_step=None) -> tuple[str, Path]:
     """Train and store one seed; returns ('skipped'|'done', record path).
-    `on_step(step, loss)`: bench.train.loop.run_loop's progress hook."""
+    `on_step(step, loss)`: bench.train.loop.run_loop's progress hook. A run
+    killed earlier resumes from its last cycle end (bench.train.resume)."""
     path = exp.record_dir(results, seed)
     if store.is_complete(path) and not force:
         return "skipped", path
     device = device or default_device()
     model, bb = init_model(exp, bundle, method, seed)
+    state = CycleState(store.state_path(path), f"{exp.chash}/seed{seed}")
     result = train(model, method, exp.train, bundle, seed, device=device, progress=progress,
-                   on_step=on_step)
+                   on_step=on_step, state=state)
     save_run(path, exp, bundle, seed, result, n_params(model), bb.weights, device)
+    state.clear()  # only once the record is complete
     return "done", path
 
 

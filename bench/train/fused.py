@@ -165,11 +165,31 @@ class FusedStepper:
     def load(self, s: int, state: dict) -> None:
         self.fm.load(s, state)
 
+    def state_dict(self) -> dict:
+        """What a resumed group needs (bench.train.resume): stacked weights, optimiser,
+        every member's generators."""
+        return {"params": self.fm.params, "buffers": self.fm.buffers,
+                "opt": self.opt.state_dict(),
+                "gens": [g.get_state() for g in (*self.gens, *self.aug_gens)]}
+
+    @torch.no_grad()
+    def load_state_dict(self, state: dict) -> None:
+        # copied in place: the stacked tensors keep their addresses (optimiser,
+        # torch.compile's static inputs)
+        for name, ours in (("params", self.fm.params), ("buffers", self.fm.buffers)):
+            for k, v in ours.items():
+                v.copy_(state[name][k])
+        self.opt.load_state_dict(state["opt"])
+        for g, s in zip((*self.gens, *self.aug_gens), state["gens"], strict=True):
+            g.set_state(s)
+
 
 def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list[int],
-                device="cpu", progress: bool = True, on_step=None) -> list[TrainResult]:
+                device="cpu", progress: bool = True, on_step=None,
+                state=None) -> list[TrainResult]:
     """Train models[s] with methods[s] under seeds[s], all at once, in the one
     training loop (bench.train.loop.run_loop). Returns one TrainResult per
-    seed; train_seconds is the group's wall time shared equally."""
+    seed; train_seconds is the group's wall time shared equally. `state`:
+    the group's bench.train.resume.CycleState (resumed from, saved each cycle)."""
     stepper = FusedStepper(models, methods, cfg, seeds, device)
-    return run_loop(stepper, cfg, data, progress, on_step)
+    return run_loop(stepper, cfg, data, progress, on_step, state)

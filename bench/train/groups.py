@@ -135,14 +135,29 @@ def run_members(members: list, bundle, results, device: str | None = None,
     built = [init_model(members[i][0], bundle, m, members[i][2])  # run_seed's order
              for i, m in zip(todo, methods)]
     exps, seeds = [members[i][0] for i in todo], [members[i][2] for i in todo]
-    out = train_fused([model for model, _ in built], methods, exps[0].train, bundle, seeds,
-                      device, progress, on_step)
     trained = list(zip(exps, seeds))
+    state = group_state(paths[todo[0]], trained)
+    out = train_fused([model for model, _ in built], methods, exps[0].train, bundle, seeds,
+                      device, progress, on_step, state)
     for i, exp, seed, result, (model, bb) in zip(todo, exps, seeds, out, built):
         save_run(paths[i], exp, bundle, seed, result, n_params(model), bb.weights, device,
                  **group_fields(exp, trained))
+    state.clear()  # every member's record is complete
     done = set(todo)
     return [("done" if i in done else "skipped", p) for i, p in enumerate(paths)]
+
+
+def group_state(first_record, trained: list):
+    """The group's cycle-end state (bench.train.resume), beside its first member's
+    record; its key names every member, so only the same group resumes it."""
+    import hashlib
+
+    from bench.core import store
+    from bench.train.resume import CycleState
+
+    key = " ".join(f"{exp.chash}/seed{seed}" for exp, seed in trained)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+    return CycleState(store.state_path(first_record, digest), key)
 
 
 def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None = None,

@@ -34,5 +34,12 @@ class History:
             self._cycles[s].append({"cycle": cycle + 1, "val_acc": m["acc"], "val_ece": m["ece"],
                                     "val_nll": m["nll"], "val_auc": aucs[s][-1]})
 
+    def state_dict(self) -> dict:
+        """What a resumed run needs to carry on (saved at every cycle end)."""
+        return {"epochs": self._epochs, "cycles": self._cycles}
+
+    def load_state_dict(self, saved: dict) -> None:
+        self._epochs, self._cycles = saved["epochs"], saved["cycles"]
+
     def member(self, s: int) -> dict:
         return {"epochs": self._epochs[s], "cycles": self._cycles[s]}

@@ -28,6 +28,7 @@ from bench.core.config import TrainConfig
 from bench.core.schedule import cosine_lr, steps_per_epoch  # noqa: F401  (re-exported)
 from bench.core.errors import BenchError, choices_error
 from bench.train.history import History
+from bench.train.resume import rng_state, set_rng_state
 from bench.train.protocol import checkpoint_auc, set_deterministic, to_model_size
 from bench.core.transfer import h2d
 
@@ -206,6 +207,17 @@ class SingleStepper:
     def load(self, s: int, state: dict) -> None:
         self.model.load_state_dict(state)
 
+    def state_dict(self) -> dict:
+        """What a resumed run needs (bench.train.resume): weights, optimiser, own generators."""
+        return {"model": self.model.state_dict(), "opt": self.opt.state_dict(),
+                "gens": [g.get_state() for g in (*self.gens, self.aug_gen)]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["opt"])
+        for g, s in zip((*self.gens, self.aug_gen), state["gens"], strict=True):
+            g.set_state(s)
+
 
 def set_lr(opt, lr: float) -> None:
     for group in opt.param_groups:
@@ -213,31 +225,38 @@ def set_lr(opt, lr: float) -> None:
 
 
 def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
-          progress: bool = True, on_step=None) -> TrainResult:
-    """Train `model` with `method` on `data` (a DatasetBundle) under `cfg`."""
+          progress: bool = True, on_step=None, state=None) -> TrainResult:
+    """Train `model` with `method` on `data` (a DatasetBundle) under `cfg`;
+    `state` (bench.train.resume.CycleState), if given, is resumed from and saved."""
     stepper = SingleStepper(model, method, cfg, device, seed)
-    return run_loop(stepper, cfg, data, progress, on_step)[0]
+    return run_loop(stepper, cfg, data, progress, on_step, state)[0]
 
 
 def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
-             on_step=None) -> list[TrainResult]:
+             on_step=None, state=None) -> list[TrainResult]:
     """The training loop of every run, alone (SingleStepper) or fused
     (bench.train.fused.FusedStepper): cycles of epochs of seeded batch orders
     (one per member), the cosine lr per step, a finite-loss check per epoch,
     validation and best checkpoint per cycle and member, then the test set.
     `on_step(step, loss)`, if given, is called after every step (sweep
-    heartbeats); `loss` is the step's (per-member) loss tensor, still on the device."""
+    heartbeats); `loss` is the step's (per-member) loss tensor, still on the device.
+    `state` (bench.train.resume.CycleState), if given, is saved at every cycle
+    end, and a run that finds one starts after its last saved cycle."""
     device = stepper.device
     xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
     y_train = torch.from_numpy(data.train.labels).to(device)
     per_epoch = steps_per_epoch(len(y_train), cfg.batch_size, cfg.drop_last)
     cycle_steps = per_epoch * cfg.epochs_per_cycle
     best, aucs = [(-math.inf, None)] * stepper.size, [[] for _ in range(stepper.size)]
-    step, seen, seconds = 0, 0, 0.0
+    start, step, seen, seconds = 0, 0, 0, 0.0
     history = History(stepper.size)
-    bar = tqdm(total=cycle_steps * cfg.cycles, desc=stepper.name, leave=False,
+    saved = state.load() if state is not None else None
+    if saved is not None:  # a killed run: go on after its last cycle end
+        start, step, seen, seconds, best, aucs = restore(stepper, saved)
+        history.load_state_dict(saved["history"])
+    bar = tqdm(total=cycle_steps * cfg.cycles, initial=step, desc=stepper.name, leave=False,
                disable=not progress, unit="step")
-    for cycle in range(cfg.cycles):
+    for cycle in range(start, cfg.cycles):
         t0 = time.perf_counter()
         for epoch in range(cfg.epochs_per_cycle):
             stepper.train_mode()
@@ -259,11 +278,25 @@ def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
         best = keep_best(stepper, val, data.val.labels, cycle, best, aucs, cfg.checkpoint_score)
         history.cycle(cycle, val, data.val.labels, aucs)
         bar.set_postfix(val_auc=" ".join(f"{a[-1]:.4f}" for a in aucs))
+        if state is not None:
+            state.save({"loop": {"cycle": cycle + 1, "step": step, "seen": seen,
+                                 "seconds": seconds, "best": best, "aucs": aucs},
+                        "stepper": stepper.state_dict(), "rng": rng_state(),
+                        "history": history.state_dict()})
     bar.close()
     results = _results(stepper, best, aucs, xs["test"], seconds, seen, step)
     for s, result in enumerate(results):
         result.history = history.member(s)
     return results
+
+
+def restore(stepper, saved: dict) -> tuple:
+    """Put the stepper and every generator back as they were at the saved cycle
+    end; -> the loop's (first cycle to run, step, seen, seconds, best, aucs)."""
+    stepper.load_state_dict(saved["stepper"])
+    set_rng_state(saved["rng"])
+    loop = saved["loop"]
+    return loop["cycle"], loop["step"], loop["seen"], loop["seconds"], loop["best"], loop["aucs"]
 
 
 def keep_best(stepper, val_logits, val_labels, cycle: int, best: list, aucs: list,
