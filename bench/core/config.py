@@ -24,7 +24,7 @@ class TrainConfig:
     epochs_per_cycle: int = 5  # ... of 5 epochs = 50 epochs, lr stepped per iteration
     eta_min: float = 0.0  # lr at the end of each cycle
     augment: bool = True  # TrivialAugmentWide, drawn per image
-    # ---- the protocol of the published numbers (DESIGN 1b, docs/fidelity.md) ----
+    # ---- the protocol of the published numbers (docs/fidelity.md) ----
     # Image sizes. "released": the authors' scripts (train_other.py trained and
     # validated LS/MbLS/MixUp/DCA at 150 px, every model was tested at the
     # dataset's size); "uniform": the dataset's size for every method and split.
@@ -176,7 +176,7 @@ CHOICES = {
 
 PROFILES = {
     # The protocol that produced the published numbers: the paper's training
-    # recipe as the authors' released code ran it (DESIGN 1b).
+    # recipe as the authors' released code ran it (docs/fidelity.md).
     "paper": TrainConfig(pretrained=True),
     # The paper's text instead where the two disagree: one image size and one
     # weight version for every method (eq. 2 loss: PROFILE_METHOD_SETS).

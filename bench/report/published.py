@@ -9,7 +9,7 @@ output), generated from the paper's LaTeX source by this module's
 
 `reference()` turns it into the one number per (dataset, backbone, method,
 variant, metric) that `bench report --compare paper` compares with, taking
-each value from where it is trustworthy (DESIGN 1b, errata):
+each value from where it is trustworthy (docs/fidelity.md, errata):
 - means: the main tables (Chaoyang, Kvasir), the appendix table (PathMNIST),
   the temperature-scaling tables (variants `ts-base` and `ts`);
 - stds: the notebook for Chaoyang and Kvasir (the appendix std columns are

@@ -11,7 +11,7 @@ Data are SYNTHETIC (random uint8 images, random labels) of the real shapes:
 each dataset's paper image size (rounded up as the backbone needs) and its
 true split counts, which enter only the projection. The step timed is the
 harness's own (bench.speed.steptime), so the numbers describe what `bench run` does.
-Jobs run most important first (the issue's headline: PathMNIST ResNet50 4HML,
+Jobs run most important first (the headline: PathMNIST ResNet50 4HML,
 alone and as a 5-seed group, bf16 and fp32) and whatever does not fit the
 budget is skipped and reported. See docs/speed.md, "Measuring on a GPU".
 """
@@ -139,7 +139,7 @@ def plan(s: Settings) -> list[Job]:
 
 
 def headline_backbone(backbones) -> str:
-    """The issue's headline is ResNet50; a run without it (a CPU check with a
+    """The headline backbone is ResNet50; a run without it (a CPU check with a
     small backbone) puts its first backbone in that place."""
     return "resnet50" if "resnet50" in backbones else backbones[0]
 

@@ -32,7 +32,7 @@ class DataShape:
     test: int
 
 
-# PathMNIST (MedMNIST v2, DESIGN §1): 9 classes, train/val/test counts. Kept
+# PathMNIST (MedMNIST v2, docs/fidelity.md): 9 classes, train/val/test counts. Kept
 # here rather than read from the `medmnist` package, which a GPU machine may
 # lack; tests/test_gpuplan.py checks them against medmnist.INFO.
 PATHMNIST = (9, 89996, 10004, 7180)
@@ -40,7 +40,7 @@ PATHMNIST = (9, 89996, 10004, 7180)
 
 def data_shapes() -> dict[str, DataShape]:
     """The three paper datasets. Chaoyang and Kvasir counts come from their
-    adapters' constants (DESIGN §1), so a changed split shows up here too."""
+    adapters' constants (docs/fidelity.md), so a changed split shows up here too."""
     from bench.datasets import chaoyang, kvasir
 
     cy, kv = chaoyang.PUBLISHED, kvasir.PUBLISHED

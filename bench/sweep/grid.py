@@ -15,13 +15,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tabulate import tabulate
-
 from bench.sweep import runstate
 from bench.core import plugins, store
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError, choices_error
-from bench.core.seeds import parse_seeds  # noqa: F401  (its home before core.seeds)
 
 ALL = "all"
 

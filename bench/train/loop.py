@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from bench.train.augment import MODES, augment_batch
 from bench.core.config import TrainConfig
-from bench.core.schedule import cosine_lr, steps_per_epoch  # noqa: F401  (re-exported)
+from bench.core.schedule import cosine_lr, steps_per_epoch
 from bench.core.errors import BenchError, choices_error
 from bench.train.history import History
 from bench.train.resume import rng_state, set_rng_state
