@@ -16,7 +16,8 @@ from bench.core.errors import BenchError, choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
 from bench.core.seeds import parse_seeds
-from bench.sweep.grid import build_specs, expand_names, load_options
+from bench.core.registry import expand_names
+from bench.sweep.grid import build_specs, load_options
 from bench.report.summary import summary_table
 
 
@@ -161,11 +162,8 @@ def resolve_run(args):
         if key not in valid:
             raise unknown_key(key, names, sorted(valid))
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
-    from bench.train.loop import check_config  # torch: imported only when running
-
     cfg = _initial_weights(cfg, args)
-    check_config(cfg)  # a bad choice fails here, not once per run
-    check_choices(cfg)
+    check_choices(cfg)  # a bad choice fails here, not once per run
     preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
     per_method = {n: {k: v for k, v in {**preset, **raw}.items() if k in owned[n]}
                   for n in names}

@@ -207,8 +207,26 @@ def get_profile(name: str) -> TrainConfig:
     return PROFILES[name]
 
 
+# TrivialAugmentWide implementations (bench.train.augment.MODES, kept equal by
+# tests/train/test_augment.py): named here so that a config is validated
+# without importing the training code.
+AUGMENT_MODES = ("batched", "per_image")
+
+
+def compile_modes() -> list[str]:
+    """torch.compile's modes as this torch names them ("reduce-overhead" = CUDA graphs)."""
+    import torch._inductor  # lazy: loads torch's compiler, needed only to validate
+
+    return list(torch._inductor.list_mode_options())
+
+
 def check_choices(cfg: TrainConfig) -> None:
-    """One-line error for a protocol field set to a value it does not accept."""
+    """One-line error for a choice-valued field set to a value it does not
+    accept, before any run starts (the CLI, the speed tools and the loop)."""
+    if cfg.augment_mode not in AUGMENT_MODES:
+        raise choices_error("augment_mode", cfg.augment_mode, AUGMENT_MODES)
+    if cfg.compile_mode not in compile_modes():
+        raise choices_error("compile_mode", cfg.compile_mode, compile_modes())
     for key, allowed in CHOICES.items():
         if getattr(cfg, key) not in allowed:
             raise choices_error(key, getattr(cfg, key), allowed)
