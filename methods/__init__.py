@@ -1,4 +1,7 @@
-"""Training methods, one file each, registered by explicit import."""
+"""Training methods, one file each, registered by explicit import.
+
+What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
+"""
 from .base import METHODS, Method, create_method, method_params  # noqa: F401
 from . import sl1h, ls, mbls, mixup, dca, mhml, focal  # noqa: F401
 
