@@ -179,3 +179,84 @@ def test_the_walk_finds_the_project():
     # the plugin packages and the plugin API are under the rule too
     assert {"bench.plugins", "bench.core.plugins", "bench.datasets.digits",
             "bench.methods.base"} <= set(MODULES)
+
+
+# ------------------------------------------------ the record path's one home --
+# The results tree <dataset>/<backbone>/<method>/<config-hash>/seed<k> (and its
+# <config-hash>/_sweep/ side folder) is composed and parsed by bench/core/store.py
+# only. A heuristic, on code lines (comments skipped): source patterns that build
+# or take apart such a path anywhere else.
+RECORD_PATH_PATTERNS = {
+    "seed<k> composed": r"(?<!\w)seed\{",  # f".../seed{k}", not f"..._seed{k}"
+    "seed<k> parsed": r"(removeprefix|startswith)\(\s*[\"']seed|\[4:\]",
+    "path parts indexed": r"\bparts\[",
+    "deep parents": r"\.parents\[[3-9]\]",  # a record's results root is parents[4]
+    "record glob": r"\*/\*/\*",
+    "side folder": r"[\"']_sweep[\"']",
+}
+# Sites that predate the rule, to move to a store.RecordKey (path, parse,
+# label): module -> {pattern: count}. A new site fails the test below; when one
+# moves to store.py, lower its count here (the second test asks for it).
+KNOWN_RECORD_PATH_SITES = {
+    "bench.cli.report": {"path parts indexed": 1},  # the datasets found under --results
+    "bench.report.aggregate": {"record glob": 1, "path parts indexed": 2,
+                               "seed<k> parsed": 2},  # find_failures, _failure_row
+    "bench.report.frame": {"path parts indexed": 1, "seed<k> parsed": 1},  # record_key
+    "bench.report.summary": {"deep parents": 1},  # the results root of a record
+    "bench.report.unfinished": {"path parts indexed": 1, "seed<k> parsed": 1,
+                                "record glob": 1},
+    "bench.sweep.grid": {"seed<k> composed": 1},  # RunSpec.label
+    "bench.sweep.runstate": {"side folder": 1},  # the _sweep/ files of a record
+    "bench.train.experiment": {"seed<k> composed": 1},  # the resume state's key
+    "bench.train.groups": {"seed<k> composed": 1},  # a fused group's resume key
+}
+
+
+def record_path_sites(source: str) -> dict[str, int]:
+    """pattern -> how many code lines of `source` match it."""
+    import re
+
+    found: dict[str, int] = {}
+    for line in source.splitlines():
+        if line.strip().startswith("#"):
+            continue
+        for kind, pattern in RECORD_PATH_PATTERNS.items():
+            if re.search(pattern, line):
+                found[kind] = found.get(kind, 0) + 1
+    return found
+
+
+RECORD_PATH_SITES = {name: sites for name, path in MODULES.items()
+                     if name != "bench.core.store"
+                     and (sites := record_path_sites(path.read_text()))}
+
+
+def test_no_new_record_path_outside_the_store():
+    new = {name: {k: n for k, n in sites.items()
+                  if n > KNOWN_RECORD_PATH_SITES.get(name, {}).get(k, 0)}
+           for name, sites in RECORD_PATH_SITES.items()}
+    assert {name: s for name, s in new.items() if s} == {}, (
+        "compose or parse record paths in bench/core/store.py and call it from here")
+
+
+def test_the_known_record_path_sites_only_shrink():
+    moved = {name: {k: n for k, n in sites.items()
+                    if n > RECORD_PATH_SITES.get(name, {}).get(k, 0)}
+             for name, sites in KNOWN_RECORD_PATH_SITES.items()}
+    assert {name: s for name, s in moved.items() if s} == {}, (
+        "these sites moved to the store: lower KNOWN_RECORD_PATH_SITES to match")
+
+
+def test_the_record_path_heuristic_finds_each_kind():
+    source = '''
+    d = root / ds / bb / m / h / f"seed{k}"
+    seed = int(p.name.removeprefix("seed"))
+    dataset = rec.relative_to(root).parts[0]
+    root = record.parents[4]
+    for p in root.glob("*/*/*/*/seed*"): ...
+    side = record.parent / "_sweep"
+    # a comment naming parts[0] and parents[4] is not code
+    stem = f"{ds}_{bb}_seed{k}"  # a file name, not a record path
+    '''
+    assert record_path_sites(source) == {k: 1 for k in RECORD_PATH_PATTERNS}
+    assert record_path_sites((ROOT / "bench/core/store.py").read_text())  # the one home
