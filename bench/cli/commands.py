@@ -6,7 +6,8 @@ import dataclasses
 
 from tabulate import tabulate
 
-from bench.train.backbones import BACKBONES, PAPER_BACKBONES
+from bench.core.paper import PAPER_BACKBONES, PAPER_METHODS
+from bench.train.backbones import BACKBONES
 from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
                                apply_overrides, check_choices, field_types, get_profile,
                                key_table, parse_set)
@@ -138,7 +139,7 @@ def _profile_text(cfg: TrainConfig) -> str:
 def resolve_run(args):
     """Validate every name and override before any data is loaded."""
     from bench.datasets import DATASETS
-    from bench.methods import (METHODS, PAPER_METHODS, create_method, method_params,
+    from bench.methods import (METHODS, create_method, method_params,
                                training_methods)
 
     seeds = parse_seeds(args.seeds)

@@ -32,7 +32,8 @@ from tqdm import tqdm
 
 from bench.core.device import check_device, default_device, device_name
 from bench.speed import projection as P
-from bench.train.backbones import BACKBONES, PAPER_BACKBONES, fit_size
+from bench.core.paper import PAPER_BACKBONES
+from bench.train.backbones import BACKBONES, fit_size
 from bench.core.config import apply_overrides, check_choices, get_profile, parse_set
 from bench.core.errors import BenchError, choices_error
 from bench.speed.gpuplan_report import render

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.methods import PAPER_METHODS, create_method
+from bench.core.paper import PAPER_METHODS
+from bench.methods import create_method
 from bench.core.config import PROFILES
 from bench.core.schedule import steps_per_epoch
 

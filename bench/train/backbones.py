@@ -20,10 +20,9 @@ if TYPE_CHECKING:
     from bench.train.weights import WeightsSpec
 
 BACKBONES = Registry("backbone")
-# The paper's three backbones: what `--backbone all` (or `paper`) means. The CPU
+# `--backbone all` (or `paper`) means bench.core.paper.PAPER_BACKBONES. The CPU
 # helpers (smallcnn, resnet18) and timm:<name> models are asked for by name:
 # they are not in the paper's grid and smallcnn has no ImageNet weights.
-PAPER_BACKBONES = ("resnet50", "convnext_tiny", "swin_tiny")
 
 
 @dataclass
