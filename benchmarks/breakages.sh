@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The five deliberate breakages of issue 15, each applied to a throw-away copy of the
+# The five deliberate breakages the suite must catch, each applied to a throw-away copy of the
 # working tree, with the tests that must catch it (not part of CI: 45 s on 2 cores).
 #
 #   benchmarks/breakages.sh        # prints, per breakage, the failing tests; "NOT CAUGHT" if none

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7's GPU measurements as ONE command, for a session with ~15 minutes of
+# The GPU measurements of docs/speed.md as ONE command, for a session with ~15 minutes of
 # device time (machine start included). Run from the repository root:
 #
 #     bash benchmarks/gpu_check.sh            # writes to $OUT, else ./gpu_out
@@ -16,7 +16,7 @@
 # 5-6. python -m bench.speed.perf at 28 px, ResNet50, 4 heads: harness vs reference
 #    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
 #    then bf16 + channels_last.
-# 7. the cost of `--set deterministic=true` (issue 11: torch.use_deterministic_algorithms
+# 7. the cost of `--set deterministic=true` (torch.use_deterministic_algorithms
 #    + cudnn.deterministic, as the released code ran when seeded): gpuplan's step of
 #    Kvasir-sized (224 px) ResNet50 4HML, alone, with the switch off and on.
 # Every step runs under `timeout`, so a hang cannot eat the budget; at most

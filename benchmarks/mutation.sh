@@ -22,7 +22,7 @@ declare -A MOD=(
   [mhml]="methods/mhml.py|tests/methods/test_mhml.py tests/methods/test_weight_groups.py tests/cli/test_reference_doc.py"
   [mixup]="methods/mixup.py|tests/methods/test_mixup_replay.py tests/methods/test_method_bounds.py tests/methods/test_methods.py tests/cli/test_reference_doc.py"
   [losses]="methods/ls.py methods/mbls.py methods/dca.py methods/focal.py methods/sl1h.py|tests/methods/test_methods.py tests/methods/test_method_bounds.py tests/cli/test_reference_doc.py"
-  [aggregate]="bench/report/aggregate.py|tests/report/test_report.py tests/report/test_latex.py tests/report/test_frame.py tests/report/test_report_cost.py tests/report/test_derived.py tests/core/test_ts_ensemble_independent.py tests/cli/test_issue14.py"
+  [aggregate]="bench/report/aggregate.py|tests/report/test_report.py tests/report/test_latex.py tests/report/test_frame.py tests/report/test_report_cost.py tests/report/test_derived.py tests/core/test_ts_ensemble_independent.py tests/cli/test_plan_checks.py"
 )
 ORDER=(ranks mixup config calibration derived metrics mhml losses aggregate)
 [ $# -gt 0 ] && ORDER=("$@")

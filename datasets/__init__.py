@@ -1,4 +1,7 @@
-"""Dataset adapters, one file each, registered by explicit import."""
+"""Dataset adapters, one file each, registered by explicit import.
+
+What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
+"""
 from .base import DATASETS, DatasetBundle, Split, load_dataset  # noqa: F401
 from . import digits  # noqa: F401
 from . import medmnist  # noqa: F401  (pathmnist and the other 2D MedMNIST flags)

@@ -1,4 +1,4 @@
-"""The dataset-adapter contract (DESIGN §2).
+"""The dataset-adapter contract.
 
 An adapter returns uint8 images [N, H, W, 3] and int64 labels [N] for the
 train / val / test splits, class names and a default image size. It never

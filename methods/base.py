@@ -1,4 +1,4 @@
-"""The method contract (DESIGN §2).
+"""The method contract.
 
 A method says how many heads the model has, may transform a training batch
 (mixup changes the inputs), and gives the training loss on logits shaped
@@ -30,7 +30,7 @@ class Method:
     Params = NoParams
     # px the released code trained and validated this method at (its script's
     # --im_size default), capped at the dataset's size; 0 = the dataset's size.
-    # Used by size_rule=released only (DESIGN 1b, docs/fidelity.md).
+    # Used by size_rule=released only (docs/fidelity.md, training image size).
     released_train_size = 0
 
     def __init__(self, name: str, params: Any = None):

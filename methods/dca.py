@@ -15,7 +15,7 @@ from .base import METHODS, Method
 
 @dataclass(frozen=True)
 class DCAParams:
-    beta: float = 5.0  # DESIGN §1 methods table; the CE term has weight 1
+    beta: float = 5.0  # the paper's value (docs/fidelity.md); the CE term has weight 1
     KEYS: ClassVar[dict] = {"beta": (ge(0), "dca: weight of |mean confidence - accuracy|")}
 
 
@@ -27,7 +27,7 @@ def dca_penalty(z, y):
 
 class DCA(Method):
     Params = DCAParams
-    released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
+    released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def loss(self, logits, target):
         z = logits[:, 0]

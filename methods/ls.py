@@ -15,13 +15,13 @@ from .base import METHODS, Method
 
 @dataclass(frozen=True)
 class LSParams:
-    epsilon: float = 0.05  # DESIGN §1 methods table (paper's runs; released code default 0.1)
+    epsilon: float = 0.05  # the paper's runs (docs/fidelity.md; released code default 0.1)
     KEYS: ClassVar[dict] = {"epsilon": (Range(0, 1), "ls: label smoothing epsilon")}
 
 
 class LabelSmoothing(Method):
     Params = LSParams
-    released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
+    released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def loss(self, logits, target):
         return F.cross_entropy(logits[:, 0], target, label_smoothing=self.params.epsilon)

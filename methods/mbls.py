@@ -15,7 +15,7 @@ from .base import METHODS, Method
 
 @dataclass(frozen=True)
 class MbLSParams:
-    margin: float = 6.0  # DESIGN §1 methods table (released code default 10)
+    margin: float = 6.0  # the paper's value (docs/fidelity.md; released code default 10)
     alpha: float = 0.1  # weight of the margin penalty
     KEYS: ClassVar[dict] = {"margin": (ge(0), "mbls: logit-distance margin"),
                             "alpha": (ge(0), "mbls: weight of the margin penalty")}
@@ -29,7 +29,7 @@ def margin_penalty(z, margin: float):
 
 class MarginLabelSmoothing(Method):
     Params = MbLSParams
-    released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
+    released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def loss(self, logits, target):
         z = logits[:, 0]

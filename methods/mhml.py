@@ -7,7 +7,7 @@ Training loss, `mh_loss`:
                              + sum_m F.cross_entropy(z^m, y, weight=w^m)] / (M + 1)
 where F.cross_entropy with weights is PyTorch's weighted mean
 sum_n w_{y_n} l_n / sum_n w_{y_n}.
-Weights (DESIGN §1): classes shuffled with the run seed and array_split into M
+Weights (docs/fidelity.md, head weights): classes shuffled with the run seed and array_split into M
 groups; head m weighs its own group M and every other class 1/M. Single-loss
 variants (`Nhsl`) use weight 1 everywhere. `class_groups` names the shuffle:
 "python" (released code: random.seed(seed); random.shuffle(classes)) or
@@ -38,9 +38,9 @@ PATTERN = re.compile(r"(\d+)h(ml|sl)")
 @dataclass(frozen=True)
 class MultiHeadParams:
     heads: int = 4  # M; 4 heads is the paper's best model (4HML, Tables 1-2)
-    # "released" (authors' code, made the published numbers) | "paper" (eq. 2), DESIGN §1, 1b
+    # "released" (authors' code, made the published numbers) | "paper" (eq. 2); docs/fidelity.md
     mh_loss: str = "released"
-    class_groups: str = "python"  # "python" (released code) | "numpy": the shuffle, DESIGN 1b
+    class_groups: str = "python"  # "python" (released code) | "numpy": the shuffle (docs/fidelity.md)
     KEYS: ClassVar[dict] = {
         "heads": (ge(1), "multi-head: number of heads M (<= classes)"),
         "mh_loss": (None, "multi-head loss: released (authors' code) | paper (eq. 2)"),

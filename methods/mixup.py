@@ -19,7 +19,7 @@ from .base import METHODS, Method
 
 @dataclass(frozen=True)
 class MixupParams:
-    alpha: float = 0.2  # Beta(0.2, 0.2), DESIGN §1 methods table (released code default 0.4)
+    alpha: float = 0.2  # Beta(0.2, 0.2), the paper's value (docs/fidelity.md; released code default 0.4)
     KEYS: ClassVar[dict] = {"alpha": (ge(0), "mixup: Beta(alpha, alpha) mixing; 0 = no mixing")}
 
 
@@ -35,7 +35,7 @@ def draw_lambda(alpha: float, gen: torch.Generator) -> float:
 
 class Mixup(Method):
     Params = MixupParams
-    released_train_size = 150  # train_other.py's --im_size default (DESIGN 1b)
+    released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def batch(self, x, y, gen):
         lam = draw_lambda(self.params.alpha, gen)

@@ -67,7 +67,7 @@ def write_known(root: Path, dataset: str = "toy") -> Path:
 
 
 def write_failures(root: Path, dataset: str = "toy") -> None:
-    """A failure record as the sweeps issue may write it, a record whose
+    """A failure record as a sweep may write it, a record whose
     metrics.json says failed, and an unreadable failure file."""
     d = root / dataset / "convnext_tiny" / "ls" / "abc123"
     d.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """The tree is the architecture: every module imports, no import cycles between
-the project's modules, and the one-way dependency rule between packages
-(bench/*/__init__.py docstrings state it)."""
+the project's modules, and the one-way dependency rule between packages, as
+the README's "Layout" table states it (this file parses that table)."""
 from __future__ import annotations
 
 import ast
@@ -12,19 +12,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {"bench": ROOT / "bench", "bench.methods": ROOT / "methods",
            "bench.datasets": ROOT / "datasets"}
-# package -> the packages it may import (besides itself)
-ALLOWED = {
-    "core": set(),
-    "methods": {"core"},
-    "datasets": {"core"},
-    "train": {"core", "methods", "datasets"},
-    "sweep": {"core", "train", "methods", "datasets"},
-    "report": {"core", "methods", "datasets"},
-    "speed": {"core", "train", "sweep", "methods", "datasets"},
-    "cli": {"core", "train", "sweep", "report", "speed", "methods", "datasets"},
-    "results": {"core", "report"},  # bench.results: the public facade of the results frame
-    "plugins": {"core", "train", "methods", "datasets"},  # bench.plugins: the plugin API
-}
+RULE_MARK = "<!-- the dependency rule: tests/test_layout.py parses this table -->"
+
+
+def readme_rule(text: str) -> dict[str, set[str]]:
+    """package -> the packages it may import (besides itself), read from the
+    table under RULE_MARK in the README's "Layout": the rule is written once,
+    there, and this test enforces what it says."""
+    lines = text[text.index(RULE_MARK):].splitlines()[1:]
+    rule = {}
+    for line in lines[2:]:  # skip the header row and the |---| row
+        if not line.startswith("|"):
+            break
+        package, deps = [c.strip() for c in line.strip("|").split("|")]
+        deps = deps.split("(")[0]  # a parenthesis is a remark, not a package
+        rule[package.strip("`")] = {d.strip() for d in deps.split(",")} - {"", "—"}
+    return rule
+
+
+ALLOWED = readme_rule((ROOT / "README.md").read_text())
 
 
 def modules() -> dict[str, Path]:
@@ -128,15 +134,36 @@ def test_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def against_rule(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} imports {b}" for a, deps in graph.items() for b in deps
+                  if layer(a) and layer(b) and layer(a) != layer(b)
+                  and layer(b) not in ALLOWED[layer(a)])
+
+
 def test_packages_import_only_downwards():
-    bad = [f"{a} imports {b}" for a, deps in GRAPH.items() for b in deps
-           if layer(a) and layer(b) and layer(a) != layer(b)
-           and layer(b) not in ALLOWED[layer(a)]]
-    assert bad == []
+    assert against_rule(GRAPH) == []
 
 
 def test_every_package_is_in_the_rule():
     assert {layer(n) for n in MODULES if layer(n)} == set(ALLOWED)
+
+
+def test_the_rule_names_only_packages_and_nothing_imports_cli():
+    assert set().union(*ALLOWED.values()) <= set(ALLOWED)
+    assert ALLOWED["core"] == set() and all("cli" not in deps for deps in ALLOWED.values())
+
+
+def test_the_rule_is_read_from_the_readme_table():
+    # A parser that read nothing would make every import "against the rule"
+    # fail loudly, but one that read too much would pass vacuously: pin it.
+    text = f"""intro\n{RULE_MARK}\n| package | may import |\n|---|---|
+| `core` | — (remark, with commas) |\n| `train` | core, methods (why) |\n\nafter | x |\n"""
+    assert readme_rule(text) == {"core": set(), "train": {"core", "methods"}}
+
+
+def test_an_import_against_the_rule_is_found():
+    graph = {"bench.report.frame": {"bench.train.loop", "bench.core.store"}}
+    assert against_rule(graph) == ["bench.report.frame imports bench.train.loop"]
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -149,3 +176,87 @@ def test_the_walk_finds_the_project():
     # A wrong ROOT once made every rule above pass vacuously.
     assert len(MODULES) > 40 and "bench.train.loop" in MODULES and "bench.methods.mhml" in MODULES
     assert "bench.core.config" in GRAPH["bench.train.loop"]
+    # the plugin packages and the plugin API are under the rule too
+    assert {"bench.plugins", "bench.core.plugins", "bench.datasets.digits",
+            "bench.methods.base"} <= set(MODULES)
+
+
+# ------------------------------------------------ the record path's one home --
+# The results tree <dataset>/<backbone>/<method>/<config-hash>/seed<k> (and its
+# <config-hash>/_sweep/ side folder) is composed and parsed by bench/core/store.py
+# only. A heuristic, on code lines (comments skipped): source patterns that build
+# or take apart such a path anywhere else.
+RECORD_PATH_PATTERNS = {
+    "seed<k> composed": r"(?<!\w)seed\{",  # f".../seed{k}", not f"..._seed{k}"
+    "seed<k> parsed": r"(removeprefix|startswith)\(\s*[\"']seed|\[4:\]",
+    "path parts indexed": r"\bparts\[",
+    "deep parents": r"\.parents\[[3-9]\]",  # a record's results root is parents[4]
+    "record glob": r"\*/\*/\*",
+    "side folder": r"[\"']_sweep[\"']",
+}
+# Sites that predate the rule, to move to a store.RecordKey (path, parse,
+# label): module -> {pattern: count}. A new site fails the test below; when one
+# moves to store.py, lower its count here (the second test asks for it).
+KNOWN_RECORD_PATH_SITES = {
+    "bench.cli.report": {"path parts indexed": 1},  # the datasets found under --results
+    "bench.report.aggregate": {"record glob": 1, "path parts indexed": 2,
+                               "seed<k> parsed": 2},  # find_failures, _failure_row
+    "bench.report.frame": {"path parts indexed": 1, "seed<k> parsed": 1},  # record_key
+    "bench.report.summary": {"deep parents": 1},  # the results root of a record
+    "bench.report.unfinished": {"path parts indexed": 1, "seed<k> parsed": 1,
+                                "record glob": 1},
+    "bench.sweep.grid": {"seed<k> composed": 1},  # RunSpec.label
+    "bench.sweep.runstate": {"side folder": 1},  # the _sweep/ files of a record
+    "bench.train.experiment": {"seed<k> composed": 1},  # the resume state's key
+    "bench.train.groups": {"seed<k> composed": 1},  # a fused group's resume key
+}
+
+
+def record_path_sites(source: str) -> dict[str, int]:
+    """pattern -> how many code lines of `source` match it."""
+    import re
+
+    found: dict[str, int] = {}
+    for line in source.splitlines():
+        if line.strip().startswith("#"):
+            continue
+        for kind, pattern in RECORD_PATH_PATTERNS.items():
+            if re.search(pattern, line):
+                found[kind] = found.get(kind, 0) + 1
+    return found
+
+
+RECORD_PATH_SITES = {name: sites for name, path in MODULES.items()
+                     if name != "bench.core.store"
+                     and (sites := record_path_sites(path.read_text()))}
+
+
+def test_no_new_record_path_outside_the_store():
+    new = {name: {k: n for k, n in sites.items()
+                  if n > KNOWN_RECORD_PATH_SITES.get(name, {}).get(k, 0)}
+           for name, sites in RECORD_PATH_SITES.items()}
+    assert {name: s for name, s in new.items() if s} == {}, (
+        "compose or parse record paths in bench/core/store.py and call it from here")
+
+
+def test_the_known_record_path_sites_only_shrink():
+    moved = {name: {k: n for k, n in sites.items()
+                    if n > RECORD_PATH_SITES.get(name, {}).get(k, 0)}
+             for name, sites in KNOWN_RECORD_PATH_SITES.items()}
+    assert {name: s for name, s in moved.items() if s} == {}, (
+        "these sites moved to the store: lower KNOWN_RECORD_PATH_SITES to match")
+
+
+def test_the_record_path_heuristic_finds_each_kind():
+    source = '''
+    d = root / ds / bb / m / h / f"seed{k}"
+    seed = int(p.name.removeprefix("seed"))
+    dataset = rec.relative_to(root).parts[0]
+    root = record.parents[4]
+    for p in root.glob("*/*/*/*/seed*"): ...
+    side = record.parent / "_sweep"
+    # a comment naming parts[0] and parents[4] is not code
+    stem = f"{ds}_{bb}_seed{k}"  # a file name, not a record path
+    '''
+    assert record_path_sites(source) == {k: 1 for k in RECORD_PATH_PATTERNS}
+    assert record_path_sites((ROOT / "bench/core/store.py").read_text())  # the one home

@@ -1,5 +1,5 @@
 """bench.cli: the `bench` command line (list, run, data check, report), thin
 over the packages below it.
 
-May import: anything in bench. Nothing imports bench.cli.
+What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """

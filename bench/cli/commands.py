@@ -6,7 +6,8 @@ import dataclasses
 
 from tabulate import tabulate
 
-from bench.train.backbones import BACKBONES, PAPER_BACKBONES
+from bench.core.paper import PAPER_BACKBONES, PAPER_METHODS
+from bench.train.backbones import BACKBONES
 from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
                                apply_overrides, check_choices, field_types, get_profile,
                                key_table, parse_set)
@@ -16,7 +17,8 @@ from bench.core.errors import BenchError, choices_error
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.executors import check_options
 from bench.core.seeds import parse_seeds
-from bench.sweep.grid import build_specs, expand_names, load_options
+from bench.core.registry import expand_names
+from bench.sweep.grid import build_specs, load_options
 from bench.report.summary import summary_table
 
 
@@ -137,7 +139,7 @@ def _profile_text(cfg: TrainConfig) -> str:
 def resolve_run(args):
     """Validate every name and override before any data is loaded."""
     from bench.datasets import DATASETS
-    from bench.methods import (METHODS, PAPER_METHODS, create_method, method_params,
+    from bench.methods import (METHODS, create_method, method_params,
                                training_methods)
 
     seeds = parse_seeds(args.seeds)
@@ -161,11 +163,8 @@ def resolve_run(args):
         if key not in valid:
             raise unknown_key(key, names, sorted(valid))
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
-    from bench.train.loop import check_config  # torch: imported only when running
-
     cfg = _initial_weights(cfg, args)
-    check_config(cfg)  # a bad choice fails here, not once per run
-    check_choices(cfg)
+    check_choices(cfg)  # a bad choice fails here, not once per run
     preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
     per_method = {n: {k: v for k, v in {**preset, **raw}.items() if k in owned[n]}
                   for n in names}

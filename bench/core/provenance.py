@@ -45,7 +45,7 @@ def device_info(device: str) -> dict:
     import torch
 
     # CPU reductions split work by thread count: 1 vs 2 threads gave different
-    # accuracies for one config hash (issue 14), so the count is recorded.
+    # accuracies for one config hash, so the count is recorded.
     info = {"device": str(device), "host": platform.node(), "threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(), "cpu": cpu_name(),
             "torch": torch.__version__, "cuda": torch.version.cuda,

@@ -84,3 +84,28 @@ class Registry:
         """Origin and source sha256 of the code behind `name` (and of `more`,
         e.g. the class a factory returns)."""
         return plugins.code_identity(self.resolve(name)[0], *more)
+
+
+ALL = "all"
+
+
+def expand_names(text: str, valid: list[str], kind: str, registry=None,
+                 aliases: dict | None = None) -> list[str]:
+    """'all' -> every valid name; 'a,b' -> [a, b] (order kept, duplicates dropped).
+
+    `registry`, when given, also accepts patterned names it resolves (e.g. '8hml');
+    `aliases` maps extra group names (e.g. 'paper') to lists of names."""
+    aliases = {ALL: list(valid), **(aliases or {})}
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise BenchError(f"--{kind} is empty; give a name, a comma list or '{ALL}'")
+    out: list[str] = []
+    for item in items:
+        names = aliases.get(item, [item])
+        for name in names:
+            known = name in valid or (registry is not None and name in registry)
+            if not known:
+                raise choices_error(kind, name, list(valid) + list(aliases))
+            if name not in out:
+                out.append(name)
+    return out

@@ -5,6 +5,5 @@ measures and intervals from saved logits (measures.py, cached), ranks,
 statistics, tables (LaTeX, Markdown, terminal), figures, the end-of-run
 summary.
 
-May import: bench.core only (and the plugins' registries for names). Never
-train, sweep, speed or cli: a report needs neither a GPU nor the datasets.
+What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """

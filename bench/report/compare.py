@@ -19,15 +19,13 @@ import math
 from collections import defaultdict
 from typing import Callable, Iterable
 
+from bench.core.paper import BACKBONE_ALIASES, TABLE_METHODS, TS_ROWS
 from bench.report import published as pub
 from bench.report.ranks import mean_ranks, rank_marks
 from bench.report.tables import method_name
 
 Z_FLAG = 2.0
 ACC_TOLERANCE = 1.0  # "comparable ACC": at most this many points (x100) below SL1H
-BACKBONE_ALIASES = {"swin_t": "swin_tiny"}  # torchvision's name for the paper's Swin-T
-TS_ORDER = (("sl1h", "ts-base"), ("sl1h", "ts"), ("2hsl", "ts-base"), ("2hsl", "ts"),
-            ("4hml", "ts-base"), ("4hml", "ts"))
 
 
 def as_rows(data) -> list[dict]:
@@ -127,7 +125,7 @@ def compare(ours, reference: list[dict] | None = None) -> tuple[list[dict], list
 
 def _paper_order(mv: tuple[str, str]) -> tuple:
     method, variant = mv
-    order = pub.PAPER_METHODS.index(method) if method in pub.PAPER_METHODS else 99
+    order = TABLE_METHODS.index(method) if method in TABLE_METHODS else 99
     return order, ("", "ts-base", "ts").index(variant), method
 
 
@@ -197,7 +195,7 @@ def _top2(means, order, target) -> tuple[bool | None, str]:
 
 @claim("4hml-top2", "4HML has the best or second-best Rank of its block")
 def _4hml_top2(means):
-    return _top2(means, [(m, "") for m in pub.PAPER_METHODS], ("4hml", ""))
+    return _top2(means, [(m, "") for m in TABLE_METHODS], ("4hml", ""))
 
 
 @claim("mh-ece-below-sl1h", f"2HML and 4HML: ECE below SL1H at comparable ACC "
@@ -231,7 +229,7 @@ def _4hml_below_2hml(means):
 
 @claim("dens-best-acc", "D-Ens has the highest ACC of its block")
 def _dens_best_acc(means):
-    present = [(m, "") for m in pub.PAPER_METHODS if (m, "") in means]
+    present = [(m, "") for m in TABLE_METHODS if (m, "") in means]
     if ("dens", "") not in means or len(present) < 2:
         return None, _needs(means, ("dens", "")) or "needs another method"
     best = max(present, key=lambda mv: means[mv]["acc"])
@@ -241,12 +239,12 @@ def _dens_best_acc(means):
 
 @claim("4hml+ts-top2", "4HML+TS has the best or second-best Rank of its TS block")
 def _4hml_ts_top2(means):
-    return _top2(means, TS_ORDER, ("4hml", "ts"))
+    return _top2(means, TS_ROWS, ("4hml", "ts"))
 
 
 @claim("4hml+ts-beats-sl1h+ts", "4HML+TS ranks better than SL1H+TS (TS block)")
 def _4hml_ts_vs_sl1h_ts(means):
-    present = [mv for mv in TS_ORDER if mv in means]
+    present = [mv for mv in TS_ROWS if mv in means]
     if ("4hml", "ts") not in means or ("sl1h", "ts") not in means:
         return None, _needs(means, ("4hml", "ts"), ("sl1h", "ts"))
     ranks = dict(zip(present, mean_ranks([means[mv] for mv in present])))

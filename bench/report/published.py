@@ -9,7 +9,7 @@ output), generated from the paper's LaTeX source by this module's
 
 `reference()` turns it into the one number per (dataset, backbone, method,
 variant, metric) that `bench report --compare paper` compares with, taking
-each value from where it is trustworthy (DESIGN 1b, errata):
+each value from where it is trustworthy (docs/fidelity.md, errata):
 - means: the main tables (Chaoyang, Kvasir), the appendix table (PathMNIST),
   the temperature-scaling tables (variants `ts-base` and `ts`);
 - stds: the notebook for Chaoyang and Kvasir (the appendix std columns are
@@ -35,7 +35,6 @@ ROW_NAMES = {"SL1H": "sl1h", "OneH": "sl1h", "LS": "ls", "MbLS": "mbls", "MixUp"
              "DCA": "dca", "D-Ens": "dens", "2HSL": "2hsl", "2HML": "2hml", "4HML": "4hml"}
 HEADER_NAMES = {"ResNet50": "resnet50", "ConvNeXt": "convnext_tiny",
                 "Swin-Transformer": "swin_tiny"}
-PAPER_METHODS = ("sl1h", "ls", "mbls", "mixup", "dca", "dens", "2hsl", "2hml", "4hml")
 SEEDS = 5  # every published mean ± std is over 5 training runs; D-Ens is one model
 SHIFTED = "std-columns-shifted"  # printed ECE std = ACC std, NLL std = ECE std, ACC std = ?
 SUSPECT = "std-suspect"  # PathMNIST: shifted columns, no notebook output to correct them

@@ -1,4 +1,4 @@
-"""The paper's Rank (DESIGN §1), as pure functions.
+"""The paper's Rank (docs/fidelity.md), as pure functions.
 
 Within one column block (one backbone), methods are ranked separately on
 ACC (high is best), ECE and NLL (low is best): 1 = best, ties broken by the

@@ -3,6 +3,5 @@ released pipeline), steptime (times the training loop's real step),
 gpuplan and projection (GPU step times -> grid hours), syncs (host-device
 syncs per step), sidebyside (K processes on one GPU).
 
-May import: bench.core, bench.train, bench.sweep's name expansion and the
-plugins. Nothing imports bench.speed (except cli).
+What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """

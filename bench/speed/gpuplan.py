@@ -11,7 +11,7 @@ Data are SYNTHETIC (random uint8 images, random labels) of the real shapes:
 each dataset's paper image size (rounded up as the backbone needs) and its
 true split counts, which enter only the projection. The step timed is the
 harness's own (bench.speed.steptime), so the numbers describe what `bench run` does.
-Jobs run most important first (the issue's headline: PathMNIST ResNet50 4HML,
+Jobs run most important first (the headline: PathMNIST ResNet50 4HML,
 alone and as a 5-seed group, bf16 and fp32) and whatever does not fit the
 budget is skipped and reported. See docs/speed.md, "Measuring on a GPU".
 """
@@ -32,12 +32,12 @@ from tqdm import tqdm
 
 from bench.core.device import check_device, default_device, device_name
 from bench.speed import projection as P
-from bench.train.backbones import BACKBONES, PAPER_BACKBONES, fit_size
-from bench.core.config import apply_overrides, get_profile, parse_set
+from bench.core.paper import PAPER_BACKBONES
+from bench.train.backbones import BACKBONES, fit_size
+from bench.core.config import apply_overrides, check_choices, get_profile, parse_set
 from bench.core.errors import BenchError, choices_error
 from bench.speed.gpuplan_report import render
 from bench.speed.steptime import Job, OutOfBudget, measure
-from bench.train.loop import check_config
 
 SYNTHETIC = ("data are SYNTHETIC (random uint8 images and labels) of the real shapes: "
              "paper image sizes, true split counts (counts enter the projection only)")
@@ -89,7 +89,7 @@ def check(s: Settings) -> None:
         raise BenchError(f"--budget-s must be > 0, got {s.budget_s}")
     if s.threads < 0:
         raise BenchError(f"--threads must be >= 0 (0 = torch's default), got {s.threads}")
-    check_config(base_config(s))  # unknown --set keys, profiles and choices fail here
+    check_choices(base_config(s))  # unknown --set keys, profiles and choices fail here
 
 
 # -------------------------------------------------------------------- plan --
@@ -139,7 +139,7 @@ def plan(s: Settings) -> list[Job]:
 
 
 def headline_backbone(backbones) -> str:
-    """The issue's headline is ResNet50; a run without it (a CPU check with a
+    """The headline backbone is ResNet50; a run without it (a CPU check with a
     small backbone) puts its first backbone in that place."""
     return "resnet50" if "resnet50" in backbones else backbones[0]
 

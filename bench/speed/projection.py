@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.methods import PAPER_METHODS, create_method
+from bench.core.paper import PAPER_METHODS
+from bench.methods import create_method
 from bench.core.config import PROFILES
 from bench.core.schedule import steps_per_epoch
 
@@ -32,7 +33,7 @@ class DataShape:
     test: int
 
 
-# PathMNIST (MedMNIST v2, DESIGN §1): 9 classes, train/val/test counts. Kept
+# PathMNIST (MedMNIST v2, docs/fidelity.md): 9 classes, train/val/test counts. Kept
 # here rather than read from the `medmnist` package, which a GPU machine may
 # lack; tests/test_gpuplan.py checks them against medmnist.INFO.
 PATHMNIST = (9, 89996, 10004, 7180)
@@ -40,7 +41,7 @@ PATHMNIST = (9, 89996, 10004, 7180)
 
 def data_shapes() -> dict[str, DataShape]:
     """The three paper datasets. Chaoyang and Kvasir counts come from their
-    adapters' constants (DESIGN §1), so a changed split shows up here too."""
+    adapters' constants (docs/fidelity.md), so a changed split shows up here too."""
     from bench.datasets import chaoyang, kvasir
 
     cy, kv = chaoyang.PUBLISHED, kvasir.PUBLISHED

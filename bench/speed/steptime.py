@@ -24,7 +24,8 @@ from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
 from bench.train.fused import FusedStepper
 from bench.methods.base import create_method
-from bench.train.loop import SingleStepper, cosine_lr, epoch_batches, normalise, sync
+from bench.core.schedule import cosine_lr
+from bench.train.loop import SingleStepper, epoch_batches, normalise, sync
 
 
 class OutOfBudget(BenchError):

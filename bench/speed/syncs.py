@@ -25,7 +25,7 @@ from bench.core.device import check_device, default_device
 from bench.train.backbones import build_model
 from bench.core.config import PROFILES
 from bench.core.errors import BenchError
-from bench.sweep.grid import expand_names
+from bench.core.registry import expand_names
 from bench.methods import METHODS, create_method, training_methods
 from bench.speed.steptime import Job, member_methods, stepper, synthetic
 

@@ -2,5 +2,5 @@
 (local joblib pool, SLURM via submitit), run state (locks, progress,
 failures) and the sweep driver.
 
-May import: bench.core, bench.train and the plugins. Never report, speed or cli.
+What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """

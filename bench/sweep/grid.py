@@ -15,37 +15,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tabulate import tabulate
-
 from bench.sweep import runstate
 from bench.core import plugins, store
 from bench.core.config import TrainConfig
-from bench.core.errors import BenchError, choices_error
-from bench.core.seeds import parse_seeds  # noqa: F401  (its home before core.seeds)
-
-ALL = "all"
-
-
-def expand_names(text: str, valid: list[str], kind: str, registry=None,
-                 aliases: dict | None = None) -> list[str]:
-    """'all' -> every valid name; 'a,b' -> [a, b] (order kept, duplicates dropped).
-
-    `registry`, when given, also accepts patterned names it resolves (e.g. '8hml');
-    `aliases` maps extra group names (e.g. 'paper') to lists of names."""
-    aliases = {ALL: list(valid), **(aliases or {})}
-    items = [t.strip() for t in str(text).split(",") if t.strip()]
-    if not items:
-        raise BenchError(f"--{kind} is empty; give a name, a comma list or '{ALL}'")
-    out: list[str] = []
-    for item in items:
-        names = aliases.get(item, [item])
-        for name in names:
-            known = name in valid or (registry is not None and name in registry)
-            if not known:
-                raise choices_error(kind, name, list(valid) + list(aliases))
-            if name not in out:
-                out.append(name)
-    return out
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,5 @@ fused (several runs of one architecture as one vmapped model), groups
 (which runs fuse, and their records), experiment (what defines a run, and
 training one seed into a record).
 
-May import: bench.core and the plugins bench.methods / bench.datasets.
-Never sweep, report, speed or cli.
+What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """

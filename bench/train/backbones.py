@@ -3,7 +3,7 @@
 A backbone factory returns a `Backbone`: a module mapping images [B,3,H,W] to
 pooled features [B,D]. The method decides how many heads go on top; the
 model always returns logits shaped [B, M, K]. The paper's three backbones are
-built by torchvision (the released code, DESIGN 1b) or timm (`backbone_impl`);
+built by torchvision (the released code, docs/fidelity.md) or timm (`backbone_impl`);
 any timm model is a backbone as `timm/<name>`.
 """
 from __future__ import annotations
@@ -20,10 +20,9 @@ if TYPE_CHECKING:
     from bench.train.weights import WeightsSpec
 
 BACKBONES = Registry("backbone")
-# The paper's three backbones: what `--backbone all` (or `paper`) means. The CPU
+# `--backbone all` (or `paper`) means bench.core.paper.PAPER_BACKBONES. The CPU
 # helpers (smallcnn, resnet18) and timm:<name> models are asked for by name:
 # they are not in the paper's grid and smallcnn has no ImageNet weights.
-PAPER_BACKBONES = ("resnet50", "convnext_tiny", "swin_tiny")
 
 
 @dataclass
@@ -89,7 +88,7 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
 
 
 # name -> (min size, multiple): the image size a backbone can take. ConvNeXt's
-# stride-32 stem+downsamplings fail at 28 px (DESIGN §2), so PathMNIST uses 32.
+# stride-32 stem+downsamplings fail at 28 px (docs/fidelity.md), so PathMNIST uses 32.
 # Both implementations floor odd sizes in each downsampling (150 px works);
 # torchvision's Swin pads to its patch and window sizes, timm's needs a
 # multiple of its patch size.

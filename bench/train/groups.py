@@ -115,7 +115,7 @@ def group_fields(exp, members: list) -> dict:
 def run_members(members: list, bundle, results, device: str | None = None,
                 force: bool = False, progress: bool = True,
                 on_step=None) -> list[tuple[str, object]]:
-    """runner.run_seed for every (Experiment, Method, seed) member, trained at
+    """bench.train.experiment.run_seed for every (Experiment, Method, seed) member, trained at
     once: the same records (each member's own hash and directory) plus the
     group fields. Complete records are skipped unless `force`; returns
     ('done' | 'skipped', record path) per member, in order."""
@@ -158,14 +158,3 @@ def group_state(first_record, trained: list):
     key = " ".join(f"{exp.chash}/seed{seed}" for exp, seed in trained)
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return CycleState(store.state_path(first_record, digest), key)
-
-
-def run_fused(exp, bundle, method, seeds: list[int], results, device: str | None = None,
-              force: bool = False, progress: bool = True,
-              on_step=None) -> list[tuple[str, object]]:
-    """runner.run_seed for a group of seeds of one config trained at once: the
-    same records (same hash, same layout), plus `fused_group` in config.json.
-    Complete records are skipped unless `force`. Groups that mix methods:
-    bench.train.groups.run_members."""
-    return run_members([(exp, method, s) for s in seeds], bundle, results, device, force,
-                       progress, on_step)

@@ -23,10 +23,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from bench.train.augment import MODES, augment_batch
-from bench.core.config import TrainConfig
-from bench.core.schedule import cosine_lr, steps_per_epoch  # noqa: F401  (re-exported)
-from bench.core.errors import BenchError, choices_error
+from bench.train.augment import augment_batch
+from bench.core.config import TrainConfig, check_choices
+from bench.core.schedule import cosine_lr, steps_per_epoch
+from bench.core.errors import BenchError
 from bench.train.history import History
 from bench.train.resume import rng_state, set_rng_state
 from bench.train.protocol import checkpoint_auc, set_deterministic, to_model_size
@@ -136,7 +136,7 @@ def check_finite(losses: list, first_step: int, cycle: int, epoch: int, lr: floa
 
 def prepare_model(model, cfg: TrainConfig, device: torch.device):
     """Move to the device; apply the speed-only switches. Returns (model, step_model)."""
-    check_config(cfg)
+    check_choices(cfg)
     set_backends(cfg, device)
     model.to(device)
     if cfg.channels_last:
@@ -155,21 +155,6 @@ def set_backends(cfg: TrainConfig, device: torch.device) -> None:
     set_deterministic(cfg.deterministic)
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = cfg.cudnn_benchmark and not cfg.deterministic
-
-
-def check_config(cfg: TrainConfig) -> None:
-    """One-line errors for choice-valued fields, before any run starts."""
-    if cfg.augment_mode not in MODES:
-        raise choices_error("augment_mode", cfg.augment_mode, MODES)
-    if cfg.compile_mode not in compile_modes():
-        raise choices_error("compile_mode", cfg.compile_mode, compile_modes())
-
-
-def compile_modes() -> list[str]:
-    """torch.compile's modes as this torch names them ("reduce-overhead" = CUDA graphs)."""
-    import torch._inductor
-
-    return list(torch._inductor.list_mode_options())
 
 
 class SingleStepper:

@@ -1,5 +1,5 @@
 """The protocol of one run resolved from its config, dataset, backbone and method
-(DESIGN 1b, docs/fidelity.md): image sizes per split, the checkpoint score,
+(docs/fidelity.md): image sizes per split, the checkpoint score,
 deterministic kernels, and the training-batch resize after augmentation."""
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def checkpoint_probs(val_logits: np.ndarray, rule: str) -> np.ndarray:
 
 
 def checkpoint_auc(val_logits: np.ndarray, labels: np.ndarray, rule: str) -> float:
-    """A cycle's checkpoint score (macro one-vs-rest AUC, DESIGN 1b)."""
+    """A cycle's checkpoint score (macro one-vs-rest AUC, docs/fidelity.md)."""
     return auc_ovr_macro(checkpoint_probs(val_logits, rule), labels)
 
 

@@ -1,5 +1,5 @@
 """The training config's values, ranges and parsing against expectations
-written here: the paper (section 4) and the released code (DESIGN 1b) for the
+written here: the paper (section 4) and the released code (docs/fidelity.md) for the
 defaults, hand truth tables for the ranges, hand strings for the parser."""
 import dataclasses
 

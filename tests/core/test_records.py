@@ -117,7 +117,7 @@ def test_sigkill_mid_run_then_rerun_trains_only_missing(tmp_path):
         {"seed0", "seed1", "seed2"}
 
 
-# ---------------------------------------------- issue 14 point 1: damaged records --
+# ------------------------------------------------------------ damaged records --
 def _record(tmp_path, files=True) -> Path:
     path = tmp_path / "d" / "b" / "m" / "h" / "seed0"
     store.write_record(path, {"a": 1}, {"x": 1}, {"v": np.arange(50.0)})

@@ -1,4 +1,4 @@
-"""Issue 14 points 2 and 3: damaged dataset files and wrong labels give one
+"""Damaged dataset files and wrong labels give one
 line naming the file (and row, label) in `bench data check`, `bench run` and
 `--dry-run`, exit status 2, nothing written."""
 from __future__ import annotations

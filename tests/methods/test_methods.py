@@ -239,7 +239,7 @@ def test_each_method_is_named_as_registered_with_frozen_params():
 
 
 def test_released_train_size_is_150_for_the_train_other_methods():
-    """DESIGN 1b: train_other.py (LS, MbLS, MixUp, DCA) trained at --im_size 150;
+    """docs/fidelity.md, training image size: train_other.py (LS, MbLS, MixUp, DCA) trained at --im_size 150;
     train_PMH.py and every other baseline at the dataset's size."""
     from bench.methods import METHODS
 

@@ -1,4 +1,4 @@
-"""Multi-head multi-loss: closed-form gradients of DESIGN §1 against autograd,
+"""Multi-head multi-loss: closed-form gradients (docs/fidelity.md, loss) against autograd,
 the released-code variant against an independent numpy computation, the
 class-weight scheme, name resolution and the M > K error."""
 import numpy as np
@@ -136,7 +136,7 @@ def test_named_variants_and_resolver():
     assert [create_method(n).heads for n in ("2hsl", "2hml", "4hml", "mhml")] == [2, 2, 4, 4]
     assert create_method("mhml", {"heads": "7"}).heads == 7
     assert create_method("8hml").heads == 8 and create_method("3hsl").multi_loss is False
-    # the released code's loss and groups made the published numbers (DESIGN 1b)
+    # the released code's loss and groups made the published numbers (docs/fidelity.md)
     assert create_method("2hml").params.mh_loss == "released"
     assert create_method("2hml").params.class_groups == "python"
     with pytest.raises(BenchError, match="2hml has 2 heads"):

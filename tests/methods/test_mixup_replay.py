@@ -48,6 +48,6 @@ def test_paper_alpha_in_a_frozen_dataclass():
     import dataclasses
 
     params = create_method("mixup").params
-    assert dataclasses.asdict(params) == {"alpha": 0.2}  # Beta(0.2, 0.2), DESIGN §1 table
+    assert dataclasses.asdict(params) == {"alpha": 0.2}  # Beta(0.2, 0.2), the paper's value, docs/fidelity.md
     with pytest.raises(dataclasses.FrozenInstanceError):
         params.alpha = 0.4

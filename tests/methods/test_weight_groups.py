@@ -3,7 +3,7 @@ favours, for several seeds, against a reference written here.
 
 RULE is the grouping today's code follows by default: the released code's rule
 (`released_groups`: Python's random.seed(seed); random.shuffle, then
-np.array_split), DESIGN §1b. The paper-text profile's rule (`numpy_groups`: a
+np.array_split), docs/fidelity.md. The paper-text profile's rule (`numpy_groups`: a
 numpy generator seeded with the run seed permutes the classes, then
 np.array_split) is pinned by its own test below (class_groups=numpy).
 """

@@ -50,7 +50,7 @@ def _record(root, backbone="resnet50", method="sl1h", seed=1):
 @pytest.mark.parametrize("harm", ["truncate", "delete"])
 @pytest.mark.parametrize("no_ts", [False, True])
 def test_damaged_predictions_are_skipped_and_listed(known, tmp_path, capsys, harm, no_ts):
-    """Issue 14 point 1: a truncated or deleted predictions.npz never aborts
+    """A truncated or deleted predictions.npz never aborts
     a report: the record is skipped with a note and listed as damaged."""
     npz = _record(known) / "predictions.npz"
     if harm == "truncate":
@@ -137,7 +137,7 @@ def test_config_prefix_matching_nothing_is_an_error(known, tmp_path, capsys):
 
 
 def test_config_per_method_and_by_rule(known, tmp_path):
-    """Issue 14.4: --config METHOD=PREFIX picks for that method only; the rules
+    """--config METHOD=PREFIX picks for that method only; the rules
     latest / most-seeds decide every cell that prefixes leave open."""
     import os
 

@@ -74,7 +74,7 @@ def test_every_number_rank_and_mark(report, kind):
     assert r"\multicolumn{5}{c}{\textbf{ResNet50}} & \multicolumn{5}{c}{\textbf{ConvNeXt}}" in tex
     assert r"\cmidrule(lr){2-6} \cmidrule(lr){7-11}" in tex
     assert (r"ACC$^\uparrow$ & ECE$_\downarrow$ & Gap & NLL$_\downarrow$ & Rank$_\downarrow$"
-            in tex)  # issue 14 point 8: the signed gap, as in the Markdown
+            in tex)  # the signed gap, as in the Markdown
     assert ("sidewaystable" in tex) == (kind == "std")
 
 

@@ -1,4 +1,4 @@
-"""Property-based tests of the Rank rule (DESIGN §1) against a counting definition."""
+"""Property-based tests of the Rank rule (docs/fidelity.md) against a counting definition."""
 import math
 
 from hypothesis import given, settings, strategies as st

@@ -1,4 +1,4 @@
-"""The Rank of DESIGN §1 against the paper's printed tables.
+"""The Rank of docs/fidelity.md against the paper's printed tables.
 
 Facts transcribed from Galdran et al. (MICCAI 2023): each block is one
 backbone's ACC / ECE / NLL means and its printed Rank cell, and the mark the

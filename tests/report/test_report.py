@@ -124,7 +124,7 @@ def test_friedman_hand_formula():
 
 
 def test_config_choice_is_never_silent(tmp_path):
-    """Issue 14 point 4: two configs of one method stop the report unless
+    """Two configs of one method stop the report unless
     --config chooses; the choice is noted."""
     write_known(tmp_path)
     runs = aggregate.load_runs(tmp_path)

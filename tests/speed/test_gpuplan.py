@@ -174,7 +174,7 @@ def test_timed_step_is_the_trainers(monkeypatch, one_thread):
 
 # ----------------------------------------------------------------- budget --
 class StepClock:
-    """A clock the test moves by hand (issue point 1: budgets never depend on
+    """A clock the test moves by hand (budgets never depend on
     how fast this machine measures a job)."""
 
     def __init__(self, now: float = 0.0):
@@ -221,7 +221,7 @@ def test_a_failing_job_is_reported_with_its_traceback_and_the_rest_go_on(monkeyp
 
 
 def test_tiny_budget_real_run_skips_everything(one_thread):
-    """Issue point 1: the budget is spent before the first job on the injected
+    """The budget is spent before the first job on the injected
     clock, so "skips everything" holds however fast this machine is."""
     reads = iter([0.0])  # the start; every later read is past the 0.05 s budget
     res = G.run(G.Settings(**{**TINY, "budget_s": 0.05}), progress=False,

@@ -10,7 +10,7 @@ from bench.cli.main import main
 from bench.sweep.executors import fuse_groups
 from sweeputil import specs_for
 
-# The settings of the issue, plus a large batch so a run is a few steps. 12 px,
+# The quick profile on digits, plus a large batch so a run is a few steps. 12 px,
 # not 16: at 16 px this training amplifies last-bit differences ~1000x (a 1e-7
 # nudge of the initial weights moves test logits by ~5e-4), so a 1e-4 fused vs
 # unfused comparison would pass or fail with the thread count (docs/speed.md).

@@ -52,8 +52,8 @@ def test_heartbeat_is_rate_limited(tmp_path, monkeypatch):
     assert said == ["step 4/5 loss 0.5000"]
 
 
-def test_issue_point1_first_beat_written_at_once_on_a_just_booted_clock(tmp_path):
-    """Issue point 1 (suite green on any machine): a monotonic clock that reads 0.2 s
+def test_first_beat_written_at_once_on_a_just_booted_clock(tmp_path):
+    """Green on any machine: a monotonic clock that reads 0.2 s
     (a machine booted moments ago) must not hold back the first progress file."""
     record = tmp_path / "r"
     record.mkdir()

@@ -14,7 +14,8 @@ from bench.sweep import runstate
 from bench.core import store
 from bench.cli.main import main
 from bench.core.errors import BenchError
-from bench.sweep.grid import expand_names, parse_seeds
+from bench.core.seeds import parse_seeds
+from bench.core.registry import expand_names
 from bench.sweep.run import exit_code, run_sweep, summary_text
 from sweeputil import TINY, complete, popen_bench, run_args, specs_for, wait_for
 

@@ -139,3 +139,11 @@ def test_per_image_mode_leaves_the_global_rng_alone():
 def test_unknown_mode_is_a_one_line_error():
     with pytest.raises(BenchError, match="unknown augmentation mode 'fast'.*batched"):
         A.augment_batch(_images(8, 8), torch.Generator(), "fast")
+
+
+def test_config_validation_names_every_augmentation_mode():
+    """core.config validates augment_mode without importing this module: its
+    list must be exactly the implementations registered here."""
+    from bench.core.config import AUGMENT_MODES
+
+    assert sorted(AUGMENT_MODES) == sorted(A.MODES)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _model(bundle, seed, heads=2):
-    torch.manual_seed(seed)  # as runner.run_seed: initial weights from the seed
+    torch.manual_seed(seed)  # as experiment.run_seed: initial weights from the seed
     return build_model("smallcnn", bundle.image_size, heads, bundle.num_classes)[0]
 
 
@@ -66,21 +66,23 @@ def test_fused_divergence_names_the_step(tiny):
                     _cfg(lr=1e12), tiny, SEEDS[:2], progress=False)
 
 
-def test_run_fused_writes_the_records_run_seed_writes(tiny, tmp_path):
+def test_run_members_writes_the_records_run_seed_writes(tiny, tmp_path):
     from bench.core import store
-    from bench.train.groups import run_fused
+    from bench.train.groups import run_members
     from bench.train.experiment import make_experiment, run_seed
 
     method = _method()
     exp = make_experiment(tiny, "smallcnn", method, _cfg(cycles=1))
-    got = run_fused(exp, tiny, method, [0, 1], tmp_path / "fused", progress=False)
+    got = run_members([(exp, method, s) for s in (0, 1)], tiny, tmp_path / "fused",
+                      progress=False)
     assert [g[0] for g in got] == ["done", "done"]
     status, alone = run_seed(exp, tiny, _method(), 1, tmp_path / "alone", progress=False)
     fused = store.load_predictions(got[1][1])
     np.testing.assert_allclose(fused["test_logits"], store.load_predictions(alone)["test_logits"],
                                rtol=1e-3, atol=1e-4)
     assert store.read_json(got[1][1] / "config.json")["fused_group"] == [0, 1]
-    again = run_fused(exp, tiny, method, [0, 1, 2], tmp_path / "fused", progress=False)
+    again = run_members([(exp, method, s) for s in (0, 1, 2)], tiny, tmp_path / "fused",
+                        progress=False)
     assert [g[0] for g in again] == ["skipped", "skipped", "done"]
 
 

@@ -13,7 +13,8 @@ from sklearn.metrics import accuracy_score, log_loss
 from bench.core.config import PROFILES
 from bench.methods import create_method
 from bench.train.backbones import build_model
-from bench.train.loop import steps_per_epoch, train
+from bench.core.schedule import steps_per_epoch
+from bench.train.loop import train
 
 
 def _softmax(z):

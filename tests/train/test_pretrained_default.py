@@ -1,5 +1,5 @@
 """The paper profiles start from ImageNet weights by default, as the released
-code always did (issue point 3: the card's own command is the published protocol)."""
+code always did (the card's own command is the published protocol)."""
 from __future__ import annotations
 
 import json
@@ -27,7 +27,7 @@ def pathmnist(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("profile", [[], ["--profile", "paper"], ["--profile", "paper-text"]])
-def test_issue_point3_the_cards_command_is_pretrained(pathmnist, profile, capsys):
+def test_the_cards_command_is_pretrained(pathmnist, profile, capsys):
     """`bench run --method 4hml --dataset pathmnist --seeds 5` (the card's own
     command) loads ImageNet weights under the paper profiles, as released."""
     rows = _dry(["run", "--method", "4hml", "--dataset", "pathmnist", "--seeds", "5",
@@ -42,7 +42,7 @@ def test_issue_point3_the_cards_command_is_pretrained(pathmnist, profile, capsys
     assert [r["config"] for r in again] == [r["config"] for r in rows]
 
 
-def test_issue_point3_no_pretrained_opts_out_and_quick_stays_from_scratch(pathmnist, capsys):
+def test_no_pretrained_opts_out_and_quick_stays_from_scratch(pathmnist, capsys):
     base = ["run", "--method", "4hml", "--dataset", "pathmnist", "--seeds", "1", *pathmnist]
     (off,) = _dry([*base, "--no-pretrained"], capsys)
     (quick,) = _dry([*base, "--profile", "quick"], capsys)
@@ -52,13 +52,13 @@ def test_issue_point3_no_pretrained_opts_out_and_quick_stays_from_scratch(pathmn
     assert on["pretrained"] is True
 
 
-def test_issue_point3_smallcnn_has_no_weights_and_is_unaffected(tmp_path, capsys):
+def test_smallcnn_has_no_weights_and_is_unaffected(tmp_path, capsys):
     rows = _dry(["run", "--dataset", "digits", "--backbone", "smallcnn", "--seeds", "1",
                  "--results", str(tmp_path)], capsys)
     assert [(r["pretrained"], r["weights"]) for r in rows] == [(False, "random")]
 
 
-def test_issue_point3_offline_without_weights_names_no_pretrained(tmp_path, monkeypatch,
+def test_offline_without_weights_names_no_pretrained(tmp_path, monkeypatch,
                                                                   capsys):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty-hub"))
     argv = ["run", "--dataset", "digits", "--backbone", "resnet50", "--seeds", "1",
@@ -72,7 +72,7 @@ def test_issue_point3_offline_without_weights_names_no_pretrained(tmp_path, monk
     assert not (tmp_path / "res").exists() or not any((tmp_path / "res").rglob("*.json"))
 
 
-def test_issue_point3_weights_and_no_pretrained_contradict(tmp_path, capsys):
+def test_weights_and_no_pretrained_contradict(tmp_path, capsys):
     w = tmp_path / "w.pt"
     w.write_bytes(b"x")
     assert main(["run", "--backbone", "resnet50", "--weights", str(w), "--no-pretrained",

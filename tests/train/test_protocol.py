@@ -1,4 +1,4 @@
-"""The released code's protocol (DESIGN 1b): torchvision backbones and their
+"""The released code's protocol (docs/fidelity.md): torchvision backbones and their
 stochastic depth, torchvision-layout weights through --weights, the resolved
 protocol of the whole paper grid through `--dry-run --json`, and drop path
 inside fused groups."""
@@ -84,7 +84,7 @@ MULTI_HEAD = {"2hsl": 2, "2hml": 2, "4hml": 4}
 
 
 def expected_protocol(dataset: str, backbone: str, method: str, n_train: int) -> dict:
-    """DESIGN 1b, row by row, written out independently of the code."""
+    """docs/fidelity.md's table, row by row, written out independently of the code."""
     if dataset == "pathmnist":
         train = 32 if backbone == "convnext_tiny" else 28
         sizes = {"augment": 28, "train": train, "val": train, "test": train}

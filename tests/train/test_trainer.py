@@ -8,7 +8,8 @@ import torch
 from bench.train.backbones import build_model
 from bench.core.config import PROFILES
 from bench.methods import create_method
-from bench.train.loop import NonFiniteLoss, cosine_lr, epoch_batches, steps_per_epoch, train
+from bench.core.schedule import cosine_lr, steps_per_epoch
+from bench.train.loop import NonFiniteLoss, epoch_batches, train
 
 
 def test_cosine_lr_matches_torch_warm_restarts():

@@ -1,6 +1,6 @@
 """Fresh-machine faults: old records, edited records, unfinished runs in
 failed_runs.csv, empty or kernel-filesystem paths, results.load on a bad path,
-a closed stdout pipe, a full disk. Each test names its issue point."""
+a closed stdout pipe, a full disk."""
 import json
 import subprocess
 import sys
@@ -28,9 +28,9 @@ def _one_line_exit_2(argv, capsys, *names):
     ["run", "--dry-run", "--results", ""], ["run", "--dry-run", "--results", "/proc/x"],
     ["run", "--dry-run", "--results", "/sys/x"], ["report", "--out", ""],
     ["report", "--out", "/proc/x"], ["report", "--results", ""], ["check", "--results", ""]])
-def test_issue_point7_empty_and_kernel_fs_paths_one_line_exit_2(argv, capsys, tmp_path,
+def test_empty_and_kernel_fs_paths_one_line_exit_2(argv, capsys, tmp_path,
                                                                  monkeypatch):
-    """Issue point 7: '' would write into the current directory; /proc and /sys hold no files."""
+    """'' would write into the current directory; /proc and /sys hold no files."""
     monkeypatch.chdir(tmp_path)
     flag = next(a for a in argv if a.startswith("--") and a != "--dry-run")
     value = argv[argv.index(flag) + 1]
@@ -40,7 +40,7 @@ def test_issue_point7_empty_and_kernel_fs_paths_one_line_exit_2(argv, capsys, tm
 
 
 # ---------------------------------------------- point 10: results.load --
-def test_issue_point10_results_load_names_a_missing_or_file_path(tmp_path):
+def test_results_load_names_a_missing_or_file_path(tmp_path):
     import bench.results
 
     with pytest.raises(FileNotFoundError, match="'.*missing' does not exist"):
@@ -50,7 +50,7 @@ def test_issue_point10_results_load_names_a_missing_or_file_path(tmp_path):
         bench.results.load(tmp_path / "f.txt")
 
 
-def test_issue_point10_empty_results_folder_keeps_the_documented_columns(tmp_path):
+def test_empty_results_folder_keeps_the_documented_columns(tmp_path):
     import bench.results
 
     df = bench.results.load(tmp_path)
@@ -62,8 +62,8 @@ def test_issue_point10_empty_results_folder_keeps_the_documented_columns(tmp_pat
 
 # ------------------------------------------------ point 11: closed pipe --
 @pytest.mark.parametrize("argv", [["list"], ["run", "--dry-run", "--seeds", "3"]])
-def test_issue_point11_closed_stdout_pipe_is_quiet(argv, tmp_path):
-    """Issue point 11: `bench list | head` must not end in a BrokenPipeError traceback.
+def test_closed_stdout_pipe_is_quiet(argv, tmp_path):
+    """`bench list | head` must not end in a BrokenPipeError traceback.
     The pipe's reader is gone before bench starts, so every write meets a closed pipe."""
     import os
 
@@ -119,7 +119,7 @@ def _report(root, out, capsys):
     return runs, failed, capsys.readouterr().out
 
 
-def test_issue_point2_pre_checksum_record_is_intact_to_every_command(trained, tmp_path, capsys):
+def test_pre_checksum_record_is_intact_to_every_command(trained, tmp_path, capsys):
     """Old records stay finished: check, report, dry run and a real rerun all take a record
     without checksums for intact, and none moves it aside."""
     root, record = _copy(trained, tmp_path)
@@ -140,7 +140,7 @@ def test_issue_point2_pre_checksum_record_is_intact_to_every_command(trained, tm
     assert (record / "metrics.json").stat().st_mtime_ns == stamp  # never rewritten
 
 
-def test_issue_point9_hand_edited_metrics_named_by_check_and_skipped_by_report(
+def test_hand_edited_metrics_named_by_check_and_skipped_by_report(
         trained, tmp_path, capsys):
     """A valid but edited metrics.json (ACC 0.11, ECE 0.99) no longer passes as intact."""
     root, record = _copy(trained, tmp_path)
@@ -157,7 +157,7 @@ def test_issue_point9_hand_edited_metrics_named_by_check_and_skipped_by_report(
     assert "no finished run records" in capsys.readouterr().err
 
 
-def test_issue_point9_digest_is_the_sha256_of_the_other_keys(tmp_path):
+def test_digest_is_the_sha256_of_the_other_keys(tmp_path):
     """The digest recomputed by hand with hashlib over the canonical JSON of the rest."""
     import hashlib
 
@@ -170,7 +170,7 @@ def test_issue_point9_digest_is_the_sha256_of_the_other_keys(tmp_path):
     assert store.verify(path) is None
 
 
-def test_issue_point9_unfinished_runs_are_rows_of_failed_runs_csv(trained, tmp_path, capsys):
+def test_unfinished_runs_are_rows_of_failed_runs_csv(trained, tmp_path, capsys):
     """A seed folder without metrics.json and a run that left its lock and progress
     (SIGKILL, no failure file) are both rows of failed_runs.csv."""
     root, record = _copy(trained, tmp_path)
@@ -224,7 +224,7 @@ def _in_process_executor(monkeypatch):
     monkeypatch.setattr(sweep_run, "EXECUTORS", Inline)
 
 
-def test_issue_point6_full_disk_fails_the_run_in_one_line_and_keeps_records(
+def test_full_disk_fails_the_run_in_one_line_and_keeps_records(
         trained, tmp_path, capsys, monkeypatch):
     """A disk that fills while seed 1 trains: the sweep ends with its closing
     summary (one line for the run), exit 1, no 0-byte temporaries, seed 0 kept."""
@@ -244,7 +244,7 @@ def test_issue_point6_full_disk_fails_the_run_in_one_line_and_keeps_records(
     assert (seed0 / "metrics.json").stat().st_mtime_ns == stamp
 
 
-def test_issue_point6_a_run_that_cannot_even_take_its_lock_fails_in_one_line(
+def test_a_run_that_cannot_even_take_its_lock_fails_in_one_line(
         tmp_path, monkeypatch):
     from bench.sweep import runstate, worker
     from bench.sweep.grid import RunSpec
@@ -258,7 +258,7 @@ def test_issue_point6_a_run_that_cannot_even_take_its_lock_fails_in_one_line(
     assert not [p for p in tmp_path.rglob(".*")]
 
 
-def test_issue_point6_died_run_on_a_full_disk_is_one_summary_line(tmp_path, monkeypatch):
+def test_died_run_on_a_full_disk_is_one_summary_line(tmp_path, monkeypatch):
     """The sweep records a run whose process ended without reporting; on a full
     disk that record cannot be written either: the reason says disk full."""
     from bench.sweep import executors
@@ -272,7 +272,7 @@ def test_issue_point6_died_run_on_a_full_disk_is_one_summary_line(tmp_path, monk
     assert not [p for p in tmp_path.rglob(".*")]
 
 
-def test_issue_point6_report_on_a_full_disk_is_one_line_exit_2(trained, tmp_path, capsys,
+def test_report_on_a_full_disk_is_one_line_exit_2(trained, tmp_path, capsys,
                                                                monkeypatch):
     import errno
 
@@ -291,7 +291,7 @@ def test_issue_point6_report_on_a_full_disk_is_one_line_exit_2(trained, tmp_path
     assert ".csv" in err and "free space and rerun" in err
 
 
-def test_issue_point9_checksummed_record_without_digest_stays_intact(tmp_path):
+def test_checksummed_record_without_digest_stays_intact(tmp_path):
     """Records of the versions between checksums and the digest have `files`
     but no `digest`: still intact; a damaged file in them is still named."""
     path = store.write_record(tmp_path / "d" / "b" / "m" / "h" / "seed0", {"a": 1},

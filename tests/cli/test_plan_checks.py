@@ -1,4 +1,4 @@
-"""Issue 14 points 5-7 through the CLI: value ranges checked when the grid is
+"""Checks through the CLI: value ranges checked when the grid is
 built, unwritable output folders, the --seeds syntax of run and report, and
 what `bench list` tells a new user."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Bad input refused in one line before anything is trained or written
-(points 1, 2, 8 and 12 of the new-user review), and the training settings
+(points 1, 2, 8 and 12 of a new-user review), and the training settings
 that `bench run --dry-run` shows so they can be checked before a long run."""
 from __future__ import annotations
 

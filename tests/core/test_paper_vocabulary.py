@@ -1,0 +1,45 @@
+"""The paper's vocabulary (bench.core.paper) against the paper's own tables as
+bench/report/paper/published.csv transcribes them (row names and order read
+from the LaTeX source, not from the vocabulary)."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench.core import paper
+
+PUBLISHED = Path(__file__).resolve().parents[2] / "bench" / "report" / "paper" / "published.csv"
+
+
+@pytest.fixture(scope="module")
+def published():
+    return pd.read_csv(PUBLISHED, dtype=str, keep_default_na=False)
+
+
+@pytest.mark.parametrize("table", ["chaoyang", "kvasir", "pathmnist_dispersion"])
+def test_main_table_rows_in_the_papers_order(published, table):
+    for _, block in published[published.table == table].groupby("backbone", sort=False):
+        assert tuple(block.method) == paper.TABLE_METHODS
+
+
+@pytest.mark.parametrize("table", ["chaoyang_ts", "kvasir_ts"])
+def test_ts_table_rows_in_the_papers_order(published, table):
+    for _, block in published[published.table == table].groupby("backbone", sort=False):
+        assert tuple(zip(block.method, block.variant)) == paper.TS_ROWS
+
+
+def test_backbones_and_trained_methods(published):
+    assert tuple(published[published.table == "chaoyang"].backbone.unique()) == \
+        paper.PAPER_BACKBONES
+    # the trained methods are the table's rows without the derived deep ensemble
+    assert paper.PAPER_METHODS == tuple(m for m in paper.TABLE_METHODS if m != "dens")
+
+
+def test_method_lists_name_registered_methods_and_backbones():
+    from bench.methods import METHODS, PAPER_ORDER, training_methods
+    from bench.train.backbones import BACKBONES
+
+    assert all(m in METHODS for m in paper.PAPER_METHODS + paper.EXTRA_BASELINES)
+    assert training_methods()[:len(PAPER_ORDER)] == list(PAPER_ORDER)
+    assert all(b in BACKBONES for b in paper.PAPER_BACKBONES)
+    assert set(paper.BACKBONE_ALIASES.values()) <= set(paper.PAPER_BACKBONES)
