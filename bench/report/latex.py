@@ -37,6 +37,7 @@ def block_heads(table: Table) -> list[str]:
         name, up = METRIC_HEADS[m]
         return name + (r"$^\uparrow$" if up else r"$_\downarrow$")
     heads = [*map(head, columns(table.metrics)), HEADS[-1]] if table.metrics else list(HEADS)
+    heads = heads if table.gap else [h for h in heads if h != "Gap"]
     return heads + (list(COST_HEADS) if table.cost else [])
 
 
@@ -76,7 +77,7 @@ def row_cells(table: Table, row) -> list[str]:
         if cell is None:
             out += ["--"] * width
             continue
-        for m in columns(table.metrics):
+        for m in columns(table.metrics, table.gap):
             if m == "acc" and cell.ditto_acc:
                 out.append(DITTO)
             elif m == "gap":
@@ -91,7 +92,7 @@ def row_cells(table: Table, row) -> list[str]:
 def header(table: Table) -> list[str]:
     heads = block_heads(table)
     width = len(heads)
-    names = " & ".join(f"\\multicolumn{{{width}}}{{c}}{{\\textbf{{{tex_escape(backbone_name(b))}}}}}"
+    names = " & ".join(f"\\multicolumn{{{width}}}{{c}}{{\\textbf{{{tex_escape(backbone_name(b, table.names))}}}}}"
                        for b in table.backbones)
     rules = " ".join(f"\\cmidrule(lr){{{2 + i * width}-{1 + (i + 1) * width}}}"
                      for i in range(len(table.backbones)))
@@ -125,9 +126,11 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
     if table.any_empty:
         out.append("--: no finished run for that backbone.")
     if table.any_sig:
-        out.append(f"$^{{*}}$ differs from {method_name('sl1h')} ({tex_escape(table.sig_test)} "
+        ref = tex_escape(method_name(table.reference, table.names))
+        out.append(f"$^{{*}}$ differs from {ref} ({tex_escape(table.sig_test)} "
                    "over seeds, paired by seed, two-sided $p<0.05$).")
-    out.append("Gap: mean confidence $-$ accuracy ($\\times$100); $<0$ means under-confident.")
+    if table.gap:
+        out.append("Gap: mean confidence $-$ accuracy ($\\times$100); $<0$ means under-confident.")
     if table.cost:
         out.append("Params in millions; Train: seconds and images/s of training per run; "
                    "Infer: ms per test image; D-Ens: sums over its members (images/s: "
@@ -152,7 +155,7 @@ def fragment(table: Table, missing: list[str] = ()) -> str:
     """The table float, ready for \\input{} in a paper."""
     sideways = table.kind == "std" or (table.cost and len(table.backbones) > 1)
     env = "sidewaystable" if sideways else "table"
-    text = fill_caption(table.caption, tex_escape(dataset_name(table.dataset)), table.n_asked)
+    text = fill_caption(table.caption, tex_escape(dataset_name(table.dataset, table.names)), table.n_asked)
     caption = f"\\caption{{{text}}}\\label{{{table.label}}}"
     notes = footnotes(table, list(missing))
     body = [f"\\begin{{{env}}}", "\\centering", "\\renewcommand{\\arraystretch}{1.03}",
