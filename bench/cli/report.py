@@ -86,7 +86,8 @@ def add_parser(sub) -> None:
         p.add_argument(f"--{flag}", action="append", help=f"only these {flag}s (comma list)")
     p.add_argument("--config", help="which config where a method has several: comma-separated "
                                     "PREFIX, METHOD=PREFIX, or a rule (latest, most-seeds); "
-                                    "docs/reports.md")
+                                    "METHOD=PREFIX:LABEL (repeatable for a method): each such "
+                                    "config its own row, an ablation; docs/reports.md")
     p.add_argument("--seeds", help="seeds asked, as in bench run: N (0..N-1), A-B or a comma "
                                    "list; default: every seed seen")
     p.add_argument("--order", help="rows, e.g. 'sl1h,ls;dens;2hml,4hml' (';' = double rule); "
@@ -228,7 +229,10 @@ def report(args) -> int:
     parse_metrics(args.metrics)  # a bad --metrics stops before anything is read or written
     runs, failures, notes = load(args)
     check_order(args.order, {r.method for r in runs})
-    labels, more = names.report_names(runs, args.label)
+    ablation = {aggregate.ablation_key(m, p): label
+                for m, rows in aggregate.parse_ablation(args.config).items()
+                for p, label in rows.items()}
+    labels, more = names.report_names(runs, args.label, ablation)
     notes += more
     if args.significance:
         paired.check_reference(args.significance_ref, {r.method for r in runs})

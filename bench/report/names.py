@@ -51,8 +51,9 @@ def recorded_names(runs) -> tuple[dict[str, str], list[str]]:
     return names, notes
 
 
-def report_names(runs, label_items) -> tuple[dict[str, str], list[str]]:
-    """The display names of a report (recorded, then --label) and notes."""
+def report_names(runs, label_items, ablation=None) -> tuple[dict[str, str], list[str]]:
+    """The display names of a report (recorded, the ablation's labels
+    {METHOD@PREFIX: LABEL}, then --label) and notes."""
     keys = {k for r in runs for k in (r.dataset, r.backbone, r.method)}
     recorded, notes = recorded_names(runs)
-    return {**recorded, **parse_labels(label_items, keys)}, notes
+    return {**recorded, **(ablation or {}), **parse_labels(label_items, keys)}, notes

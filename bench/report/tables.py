@@ -89,8 +89,8 @@ def registered_method(key: str):
     from bench.core.errors import BenchError
     from bench.methods import METHODS
 
-    try:
-        return METHODS.get(key)()
+    try:  # an ablation row METHOD@PREFIX is its method's
+        return METHODS.get(key.partition("@")[0])()
     except BenchError:
         return None
 
@@ -185,9 +185,12 @@ def ordered_methods(present, sections=None) -> list[list[str]]:
     Method declares (single-head baselines after the paper's baselines,
     multi-head models after 4HML); an explicit order shows exactly the
     methods it names."""
-    out = [[m for m in sec if m in present] for sec in (sections or DEFAULT_SECTIONS)]
+    def with_ablations(m):  # the rows METHOD@PREFIX of an ablation follow their method
+        return [m] * (m in present) + sorted(k for k in present if k.startswith(m + "@"))
+
+    out = [[k for m in sec for k in with_ablations(m)] for sec in (sections or DEFAULT_SECTIONS)]
     if sections is None:
-        known = {m for sec in DEFAULT_SECTIONS for m in sec}
+        known = {k for sec in out for k in sec}
         for m in sorted(m for m in present if m not in known):
             method = registered_method(m)
             baseline = method is not None and method.table_section() == "baseline"

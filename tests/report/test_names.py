@@ -42,12 +42,14 @@ def plugin_methods():
         METHODS._entries.pop(name)
 
 
-def copy_method(root, src: str, dst: str, extra: dict | None = None) -> None:
-    """Records of `dst` with the numbers of `src` (written through bench.core.store)."""
+def copy_method(root, src: str, dst: str, extra: dict | None = None,
+                chash: str = "abc123") -> None:
+    """Records of `dst` (config `chash`) with the numbers of `src`, written
+    through bench.core.store."""
     for path in sorted(root.glob(f"toy/*/{src}/abc123/seed*")):
         cfg = {**store.read_json(path / "config.json"), "method": dst, **(extra or {})}
         p = store.load_predictions(path)
-        new = store.record_dir(root, "toy", path.parts[-4], dst, "abc123", cfg["seed"])
+        new = store.record_dir(root, "toy", path.parts[-4], dst, chash, cfg["seed"])
         store.write_record(new, cfg, store.read_json(path / "metrics.json"),
                            {k: p[k] for k in ("val_logits", "val_labels", "test_logits",
                                               "test_labels")})
@@ -170,3 +172,24 @@ def test_no_gap_drops_the_gap_column(tmp_path):
         assert "Gap" not in text, name
     md = (tmp_path / "out" / "tables" / "toy_main.md").read_text().splitlines()
     assert md[0].count("|") == 1 + 2 * 4 + 1  # Method + 2 backbones x ACC ECE NLL Rank
+
+
+def test_two_configs_of_one_method_are_two_labelled_rows(tmp_path, capsys):
+    root = write_known(tmp_path / "results")
+    copy_method(root, "2hml", "ls", chash="def456")  # a second ls config: 2hml's numbers
+    assert report(root, tmp_path / "amb") == 2  # never picked silently
+    assert "/ls has records of 2 configs" in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert report(root, out, "--config", "ls=abc:eps 0.05,ls=def:eps 0.1") == 0
+    assert md_labels(out) == ["SL1H", "eps 0.05", "eps 0.1", "D-Ens", "2HML", "4HML"]
+    rows = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]]
+            for ln in (out / "tables" / "toy_main.md").read_text().splitlines()[2:]
+            if ln.startswith("|")}
+    # ResNet50 ACC: ls 78 (abc123), the def456 config 2HML's 81, 82, 83
+    assert rows["eps 0.05"][0] == "78.00" and rows["eps 0.1"][0] == rows["2HML"][0] == "82.00"
+    assert report(root, tmp_path / "lab", "--config", "ls=abc:A,ls=def:B",
+                  "--label", "ls@def=B renamed") == 0
+    assert md_labels(tmp_path / "lab")[1:3] == ["A", "B renamed"]
+    capsys.readouterr()
+    assert report(root, tmp_path / "bad", "--config", "ls=fff:C") == 2
+    assert "--config ls=fff:C: matches no record" in capsys.readouterr().err
