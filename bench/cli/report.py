@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from bench.report import aggregate, curves, latex, names, paired, stats, textables
+from bench.report import aggregate, copied, curves, latex, names, paired, stats, textables
 from bench.report import figures as figs
 from bench.core import store
 from bench.report import unfinished
@@ -106,6 +106,9 @@ def add_parser(sub) -> None:
                    help="display name of a method, dataset or backbone, e.g. "
                         "--label confpen='CP (ours)' (repeatable)")
     p.add_argument("--no-gap", action="store_true", help="leave out the Gap column")
+    p.add_argument("--published-rows", action="store_true",
+                   help="add the paper's published rows (marked, not re-run) to the tables "
+                        "of its dataset x backbone blocks, for methods without records here")
     p.add_argument("--test", default="auto", choices=stats.TESTS,
                    help="paired test: auto = t-test below 6 seeds, Wilcoxon from 6")
     p.add_argument("--alpha", type=float, default=0.05,
@@ -227,6 +230,8 @@ def report(args) -> int:
         store.require_results_dir(args.results)  # '' would read the current directory
     out = store.require_writable_dir(args.out, "--out")
     parse_metrics(args.metrics)  # a bad --metrics stops before anything is read or written
+    if args.published_rows:
+        copied.check_metrics(parse_metrics(args.metrics))
     runs, failures, notes = load(args)
     check_order(args.order, {r.method for r in runs})
     ablation = {aggregate.ablation_key(m, p): label
@@ -254,7 +259,9 @@ def report(args) -> int:
         notes.append(f"caution: some paired tests compare only {', '.join(map(str, few))} "
                      f"seed(s); below {stats.MIN_SEEDS_NOTE} a test has almost no power and a "
                      "marked difference is weak evidence")
-    tables = make_tables(args, groups, expected, sig_marks, sig_name, labels)
+    shown = {**groups, **copied.published_groups(groups, not args.no_ts)} \
+        if args.published_rows else groups
+    tables = make_tables(args, shown, expected, sig_marks, sig_name, labels)
     written = [measures.write(measures.runs_frame(runs, per_run), out / "runs.csv"),
                measures.write(measures.groups_frame(groups, expected), out / "groups.csv"),
                cache.save(),

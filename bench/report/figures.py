@@ -102,12 +102,12 @@ def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[lis
     for metric, higher in FRIEDMAN_METRICS:
         table = {}
         for t in mains:
-            for r in t.rows:
+            for r in (r for r in t.rows if not r.copied):  # copied rows: no blocks of runs
                 for b in t.backbones:
                     c = t.cells.get((r.key, b))
                     if c is not None:
                         table[((t.dataset, b), r.label)] = c.rank if metric == "rank" else c.mean[metric]
-        labels = list(dict.fromkeys(r.label for t in mains for r in t.rows))
+        labels = list(dict.fromkeys(r.label for t in mains for r in t.rows if not r.copied))
         methods, blocks, scores = stats.complete_blocks(table, labels)
         if len(methods) < 3 or len(blocks) < 2:
             notes.append(f"no Friedman test / CD diagram: needs >= 3 methods present in >= 2 "

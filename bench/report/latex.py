@@ -10,7 +10,8 @@ ACC is a ditto mark. Only booktabs, rotating (sideways tables) and amssymb.
 from __future__ import annotations
 
 from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, ci_note, columns,
-                                 cost_texts, dataset_name, method_name, rank_note)
+                                 copied_note, cost_texts, dataset_name, method_name,
+                                 rank_note)
 
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
 # closing double quote is the typographic ditto mark and compiles anywhere.
@@ -71,7 +72,8 @@ def rank_cell(cell) -> str:
 
 def row_cells(table: Table, row) -> list[str]:
     width = len(block_heads(table))
-    out = [f"\\textbf{{{tex_escape('+TS' if row.ts else row.label)}}}"]
+    out = [f"\\textbf{{{tex_escape('+TS' if row.ts else row.label)}}}"
+           + ("$^\\dagger$" if row.copied and not row.ts else "")]
     for b in table.backbones:
         cell = table.cells.get((row.key, b))
         if cell is None:
@@ -135,6 +137,8 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
         out.append("Params in millions; Train: seconds and images/s of training per run; "
                    "Infer: ms per test image; D-Ens: sums over its members (images/s: "
                    "their mean).")
+    if table.any_copied:
+        out.append("$^\\dagger$ " + tex_escape(copied_note(table)) + ".")
     # {} first: after the \\ joining the notes, a "[" would be read as its spacing argument
     out += ["{}" + tex_escape(n) for n in (rank_note(table), ci_note(table)) if n]
     return out

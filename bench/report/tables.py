@@ -27,6 +27,10 @@ DEFAULT_SECTIONS = (("sl1h", "ls", "mbls", "mixup", "dca", "focal", "adafocal", 
 # The paper's temperature-scaling tables (appendix) show these methods only;
 # an explicit --order shows others.
 PAPER_TS = ("sl1h", "2hsl", "4hml")
+# Row keys METHOD@paper are the paper's published numbers, copied
+# (bench report --published-rows, bench.report.copied).
+COPIED = "@paper"
+CITATION = "Galdran et al., MICCAI 2023"
 REFERENCE = "sl1h"  # what the significance tests compare against (--significance-ref)
 CAPTIONS = {
     "main": r"Results on the \textbf{{{dataset} dataset}} with different architectures and "
@@ -100,7 +104,9 @@ def method_name(key: str, labels: dict | None = None) -> str:
     if labels and key in labels:
         return labels[key]
     method = registered_method(key)
-    return method.display() if method is not None else OTHER_NAMES.get(key, key.upper())
+    if method is not None:
+        return method.display()
+    return OTHER_NAMES.get(key.partition("@")[0], key.upper())
 
 
 def backbone_name(key: str, labels: dict | None = None) -> str:
@@ -118,6 +124,7 @@ class Row:
     label: str  # display name ('SL1H', '+TS' rows carry the method's label + '+TS')
     section: int  # rows of different sections are separated by a double rule
     ts: bool = False  # a +TS row (ditto ACC)
+    copied: bool = False  # the paper's published numbers, not re-run (marked with a dagger)
 
 
 @dataclass(frozen=True)
@@ -168,6 +175,10 @@ class Table:
         return any((r.key, b) not in self.cells for r in self.rows for b in self.backbones)
 
     @property
+    def any_copied(self) -> bool:
+        return any(r.copied for r in self.rows)
+
+    @property
     def any_sig(self) -> bool:
         """A significance footnote only where some cell carries a mark."""
         return bool(self.sig_test) and any(any(c.sig.values()) for c in self.cells.values())
@@ -202,14 +213,15 @@ def table_rows(kind: str, present, sections=None, labels: dict | None = None) ->
     rows = []
     for i, sec in enumerate(ordered_methods(present, sections)):
         for m in sec:
-            name = method_name(m, labels)
+            name, copied = method_name(m, labels), m.endswith(COPIED)
             if kind != "ts":
-                rows.append(Row(m, m, name, i))
-            elif m != "dens":
+                rows.append(Row(m, m, name, i, copied=copied))
+            elif not m.startswith("dens"):
                 # TS rows: un-scaled (logits averaged, T=1) then +TS; each pair
                 # is its own section so heavy rules separate the pairs.
-                rows.append(Row(f"{m}@ts-base", m, name, len(rows)))
-                rows.append(Row(f"{m}+ts", m, name + "+TS", len(rows) - 1, ts=True))
+                rows.append(Row(f"{m}@ts-base", m, name, len(rows), copied=copied))
+                rows.append(Row(f"{m}+ts", m, name + "+TS", len(rows) - 1, ts=True,
+                                copied=copied))
     return rows
 
 
@@ -229,10 +241,11 @@ def block_cells(rows, backbone, groups, dataset, expected, sig=None, metrics=())
     cells = {}
     for r, g, mean, rank, mark in zip(present, gs, means, ranks, marks):
         std = None if g.single else {m: g.std(m) for m in g.values}
+        asked = () if r.copied else expected  # a copied row is the paper's 5 runs
         cells[(r.key, backbone)] = Cell(
-            mean, std, g.n, len(expected), rank, mark,
+            mean, std, g.n, len(asked) or g.n, rank, mark,
             ditto_acc=r.ts, sig=(sig or {}).get((backbone, r.key), {}), cost=dict(g.cost),
-            missing=tuple(s for s in expected if s not in g.seeds),
+            missing=tuple(s for s in asked if s not in g.seeds),
             ci=dict(g.extra.get("ci", {})))
     return cells
 
@@ -249,7 +262,7 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     bbs = [b for b in backbones if b in have] if backbones else order_backbones(have)
     methods = {g.row_method for (d, b, k), g in groups.items() if d == dataset and b in bbs}
     if kind == "ts":
-        methods = {m for m in methods if (sections or m in PAPER_TS)
+        methods = {m for m in methods if (sections or m.partition("@")[0] in PAPER_TS)
                    and any((dataset, b, f"{m}+ts") in groups for b in bbs)}
     rows = [r for r in table_rows(kind, methods, sections, labels)
             if any((dataset, b, r.key) in groups for b in bbs)]
@@ -270,6 +283,14 @@ def rank_note(table: Table) -> str | None:
         return None
     names = ", ".join(METRIC_HEADS[m][0] for m, _ in rank_metrics(table.metrics))
     return f"Rank: mean of the per-column ranks over {names}"
+
+
+def copied_note(table: Table) -> str | None:
+    """The footnote of a table with copied rows (the dagger's meaning)."""
+    if not table.any_copied:
+        return None
+    return (f"copied from the paper ({CITATION}), not re-run here: its published means "
+            "(no std); Rank is computed over all rows shown, copied and re-run")
 
 
 def ci_note(table: Table) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, ci_note,
-                                 columns, cost_texts, method_name, rank_note)
+                                 columns, copied_note, cost_texts, method_name, rank_note)
 
 DITTO = '"'
 # Per backbone block; the first head is prefixed with the backbone's name.
@@ -60,7 +60,7 @@ def rows(table: Table, markdown: bool) -> list[list[str]]:
     std = table.kind == "std"
     out = []
     for row in table.rows:
-        line = [row.label]
+        line = [row.label + ("†" if row.copied else "")]
         for b in table.backbones:
             cell = table.cells.get((row.key, b))
             if cell is None:
@@ -93,6 +93,7 @@ def render(table: Table, markdown: bool = False, missing=()) -> str:
                      f"({table.sig_test} over seeds, p < 0.05)")
     if table.gap:
         notes.append("Gap: mean confidence - accuracy (x100); < 0 means under-confident")
+    notes += ["†: " + copied_note(table)] if table.any_copied else []
     notes += [n for n in (rank_note(table), ci_note(table)) if n]
     sep = "\n\n" if markdown else "\n"
     return text + sep + sep.join(notes)
