@@ -80,3 +80,21 @@ def test_copied_rows_never_mix_with_rerun_rows_of_a_method(tmp_path, capsys):
     capsys.readouterr()
     assert report(root, tmp_path / "bad", "--metrics", "aece") == 2
     assert "--published-rows with --metrics aece" in capsys.readouterr().err
+
+
+def test_tables_with_copied_rows_labels_and_no_gap_compile_with_pdflatex(tmp_path):
+    import shutil
+    import subprocess
+
+    assert shutil.which("pdflatex"), "pdflatex missing: ./setup.sh installs it"
+    root = write_known(tmp_path / "r", dataset="chaoyang")
+    out = tmp_path / "out"
+    assert report(root, out, "--no-gap", "--label", "ls=LS & co_1 (ours)", "--significance",
+                  "--significance-ref", "4hml") == 0
+    tex = (out / "tables" / "chaoyang_main.tex").read_text()
+    assert r"\textbf{LS \& co\_1 (ours)}" in tex and "Gap" not in tex
+    res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                          "all_tables.tex"], cwd=out / "tables", capture_output=True, text=True,
+                         timeout=120)
+    errors = [ln for ln in res.stdout.splitlines() if ln.startswith("!")]
+    assert res.returncode == 0 and not errors, errors or res.stdout[-2000:]
