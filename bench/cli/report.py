@@ -259,8 +259,10 @@ def report(args) -> int:
         notes.append(f"caution: some paired tests compare only {', '.join(map(str, few))} "
                      f"seed(s); below {stats.MIN_SEEDS_NOTE} a test has almost no power and a "
                      "marked difference is weak evidence")
-    shown = {**groups, **copied.published_groups(groups, not args.no_ts)} \
-        if args.published_rows else groups
+    pub = copied.published_groups(groups, not args.no_ts) if args.published_rows else {}
+    if args.published_rows and not pub:
+        notes.append(copied.NONE_ADDED)
+    shown = {**groups, **pub}
     tables = make_tables(args, shown, expected, sig_marks, sig_name, labels)
     written = [measures.write(measures.runs_frame(runs, per_run), out / "runs.csv"),
                measures.write(measures.groups_frame(groups, expected), out / "groups.csv"),

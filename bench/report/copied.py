@@ -19,6 +19,9 @@ from bench.report.tables import COPIED, PAPER_METRICS
 # per dataset: the published table of its means, and of its +TS rows
 SOURCES = {"chaoyang": ("chaoyang", "chaoyang_ts"), "kvasir": ("kvasir", "kvasir_ts"),
            "pathmnist": ("pathmnist_dispersion", None)}
+NONE_ADDED = ("--published-rows added no row: no table here has a block of the paper "
+              "(chaoyang, kvasir, pathmnist x resnet50, convnext_tiny, swin_tiny) with a "
+              "published method that has no records of its own")
 # the +TS table's row keys per published variant (aggregate.ts_groups)
 TS_KEYS = {"ts-base": "{m}@ts-base", "ts": "{m}+ts"}
 

@@ -78,6 +78,9 @@ def test_copied_rows_never_mix_with_rerun_rows_of_a_method(tmp_path, capsys):
     assert report(root, tmp_path / "off", "--method", "sl1h") == 0
     assert "LS†" in md_rows(tmp_path / "off" / "tables" / "chaoyang_main.md")
     capsys.readouterr()
+    toy = write_known(tmp_path / "toy")  # not a dataset of the paper: nothing to add, said so
+    assert report(toy, tmp_path / "toy_out") == 0
+    assert "note: --published-rows added no row" in capsys.readouterr().out
     assert report(root, tmp_path / "bad", "--metrics", "aece") == 2
     assert "--published-rows with --metrics aece" in capsys.readouterr().err
 
