@@ -48,6 +48,9 @@ class DatasetBundle:
     default_backbone: str = "resnet50"
     # Everything that identifies the data (file, split, size) for the run hash.
     identity: dict = field(default_factory=dict)
+    # How reports title the dataset (`--data-opt name=...` of csv / folder):
+    # recorded in config.json as `dataset_name`, not part of the run hash.
+    display_name: str = ""
 
     @property
     def num_classes(self) -> int:

@@ -12,6 +12,8 @@ folder: bench run --dataset folder --data-root DIR
         DIR/<class>/*.jpg (split by the paper's Kvasir procedure: test N//5, val N//5
         of the rest), or DIR/{train,val,test}/<class>/*.jpg (val optional:
         then stratified N//5 of train).
+Either takes `--data-opt name=TEXT`, the dataset's title in reports (recorded
+in config.json as `dataset_name`; not hashed, so renaming reuses the runs).
 Missing validation sets are always carved out of train deterministically
 (stratified, random_state 0). Default image size 224 (`--set image_size=N`).
 """
@@ -33,9 +35,11 @@ CSV_OPTIONS = {
     "test": "test CSV (required)", "path_col": "image column (default image)",
     "label_col": "label column (default label)", "cache": "cache folder",
     "classes": "the classes: a count N (labels 0..N-1) or names a,b,c (default: from the labels)",
+    "name": "display name in reports (default: csv); recorded, not part of the config hash",
 }
 FOLDER_OPTIONS = {"cache": "cache folder",
-                  "classes": "class names a,b,c in label order (default: the sub-folders)"}
+                  "classes": "class names a,b,c in label order (default: the sub-folders)",
+                  "name": "display name in reports (default: folder); recorded, not hashed"}
 HINT = "; or declare the classes with --data-opt classes=N or classes=name1,name2,..."
 
 
@@ -185,7 +189,11 @@ def _factory(index_fn):
     def factory(data_root=None, image_size: int = 0, download: bool = False,
                 progress: bool = True, **options):
         cache = options.pop("cache", None)
-        return to_bundle(index_fn(data_root, **options), image_size, cache, progress)
+        # a display name only: recorded in config.json, never in the run hash
+        name = options.pop("name", "").strip()
+        bundle = to_bundle(index_fn(data_root, **options), image_size, cache, progress)
+        bundle.display_name = name
+        return bundle
     return factory
 
 

@@ -32,6 +32,11 @@ class Method:
     # --im_size default), capped at the dataset's size; 0 = the dataset's size.
     # Used by size_rule=released only (docs/fidelity.md, training image size).
     released_train_size = 0
+    # How reports show the method: its display name (default: the registered
+    # name in capitals) and its table section, "baseline" or "multi-head"
+    # (default: by its number of heads).
+    display_name = ""
+    section = ""
 
     def __init__(self, name: str, params: Any = None):
         self.name = name
@@ -47,6 +52,14 @@ class Method:
     @property
     def heads(self) -> int:
         return 1
+
+    def display(self) -> str:
+        """The method's name in report tables."""
+        return self.display_name or self.name.upper()
+
+    def table_section(self) -> str:
+        """'baseline' (single-head rows) or 'multi-head' (after D-Ens)."""
+        return self.section or ("multi-head" if self.heads > 1 else "baseline")
 
     def check(self, num_classes: int) -> None:
         """Raise a one-line BenchError if this method cannot train on K classes

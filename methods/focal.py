@@ -40,6 +40,7 @@ def focal_loss(z, y, gamma):
 
 
 class Focal(Method):
+    display_name = "FL"
     Params = FocalParams
 
     def loss(self, logits, target):
@@ -47,6 +48,7 @@ class Focal(Method):
 
 
 class AdaptiveFocal(Method):
+    display_name = "FLSD"
     Params = AdaptiveFocalParams
 
     def gammas(self, z, y):

@@ -20,6 +20,7 @@ class LSParams:
 
 
 class LabelSmoothing(Method):
+    display_name = "LS"
     Params = LSParams
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 

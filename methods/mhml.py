@@ -117,6 +117,7 @@ class MultiHead(Method):
     """M heads with per-head weighted CE (multi-loss) or plain CE (single-loss)."""
 
     Params = MultiHeadParams
+    section = "multi-head"  # display name: the registered one in capitals (4HML, 3HSL)
     multi_loss = True
     weights = None  # [M, K] class weights, drawn by setup()
 

@@ -12,28 +12,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
-from bench.report import aggregate, curves
-from bench.report import latex
-from bench.report import stats
+from bench.report import aggregate, copied, curves, latex, names, paired, stats, textables
+from bench.report import figures as figs
 from bench.core import store
-from bench.report import textables
 from bench.report import unfinished
 from bench.sweep.runstate import live_holder
-from bench.core.calibration import ensemble_probs
-from bench.report.derived import DENS, ENSEMBLE_OF, has_ensemble
+from bench.report.derived import DENS
 from bench.core.errors import BenchError
 from bench.core.seeds import parse_seeds
-from bench.core.metrics import head_probs
-from bench.report.tables import (CAPTIONS, METRIC_HEADS, REFERENCE, backbone_name, build_table,
-                                 dataset_name, method_name, missing_notes, ordered_methods)
+from bench.report.tables import (CAPTIONS, METRIC_HEADS, REFERENCE, build_table, dataset_name,
+                                 method_name, missing_notes)
 
 METRIC_CHOICES = tuple(m for m in METRIC_HEADS if m != "acc")
 
 KINDS = ("main", "std", "ts")
-FRIEDMAN_METRICS = (("rank", False), ("acc", True), ("ece", False), ("nll", False))
 
 
 def _csv_list(values) -> list[str] | None:
@@ -92,7 +86,8 @@ def add_parser(sub) -> None:
         p.add_argument(f"--{flag}", action="append", help=f"only these {flag}s (comma list)")
     p.add_argument("--config", help="which config where a method has several: comma-separated "
                                     "PREFIX, METHOD=PREFIX, or a rule (latest, most-seeds); "
-                                    "docs/reports.md")
+                                    "METHOD=PREFIX:LABEL (repeatable for a method): each such "
+                                    "config its own row, an ablation; docs/reports.md")
     p.add_argument("--seeds", help="seeds asked, as in bench run: N (0..N-1), A-B or a comma "
                                    "list; default: every seed seen")
     p.add_argument("--order", help="rows, e.g. 'sl1h,ls;dens;2hml,4hml' (';' = double rule); "
@@ -104,7 +99,16 @@ def add_parser(sub) -> None:
                                                  "LaTeX braces are kept)")
     p.add_argument("--cost", action="store_true", help="add params / train s / train img/s / infer ms columns")
     p.add_argument("--significance", action="store_true",
-                   help="mark cells that differ from SL1H (paired test over seeds)")
+                   help="mark cells that differ from the reference (paired test over seeds)")
+    p.add_argument("--significance-ref", default=REFERENCE, metavar="METHOD",
+                   help=f"the reference of the paired tests (default {REFERENCE})")
+    p.add_argument("--label", action="append", metavar="KEY=TEXT",
+                   help="display name of a method, dataset or backbone, e.g. "
+                        "--label confpen='CP (ours)' (repeatable)")
+    p.add_argument("--no-gap", action="store_true", help="leave out the Gap column")
+    p.add_argument("--published-rows", action="store_true",
+                   help="add the paper's published rows (marked, not re-run) to the tables "
+                        "of its dataset x backbone blocks, for methods without records here")
     p.add_argument("--test", default="auto", choices=stats.TESTS,
                    help="paired test: auto = t-test below 6 seeds, Wilcoxon from 6")
     p.add_argument("--alpha", type=float, default=0.05,
@@ -174,27 +178,10 @@ def setup_notes(runs) -> list[str]:
     return notes
 
 
-def significance(groups: dict, test: str, alpha: float) -> tuple[dict, list[list]]:
-    """(dataset, backbone, row) -> {metric: p < alpha} against SL1H; CSV rows."""
-    marks, rows = {}, []
-    for (ds, bb, key), g in sorted(groups.items()):
-        # TS-table rows are compared with that table's SL1H row (logits averaged).
-        ref_key = f"{REFERENCE}@ts-base" if g.variant in ("ts", "ts-base") else REFERENCE
-        ref = groups.get((ds, bb, ref_key))
-        if ref is None or key == ref_key or g.single:
-            continue
-        res = stats.paired_vs_reference(g.values, g.seeds, ref.values, ref.seeds, test=test)
-        marks[(ds, bb, key)] = {m: r is not None and r.p < alpha for m, r in res.items()}
-        for m, r in res.items():
-            if r is not None:
-                rows.append([ds, bb, key, m, r.test, r.n, r.statistic, r.p, r.p < alpha])
-    return marks, rows
-
-
 # ---------------------------------------------------------------- tables
 
 
-def make_tables(args, groups, expected, sig_marks, sig_name) -> list:
+def make_tables(args, groups, expected, sig_marks, sig_name, labels=None) -> list:
     sections = parse_sections(args.order)
     tables = []
     for ds in sorted(expected):
@@ -206,7 +193,8 @@ def make_tables(args, groups, expected, sig_marks, sig_name) -> list:
             t = build_table(kind, ds, groups, expected[ds], _csv_list(args.backbone), sections,
                             cost=args.cost and kind != "ts", sig=sig if args.significance else None,
                             sig_test=sig_name, caption=caption,
-                            metrics=parse_metrics(args.metrics), ci=args.ci)
+                            metrics=parse_metrics(args.metrics), ci=args.ci, labels=labels,
+                            gap=not args.no_gap, reference=args.significance_ref)
             if t is not None:
                 tables.append(t)
     return tables
@@ -228,106 +216,6 @@ def write_tables(tables, out: Path) -> list[Path]:
     return written + [tdir / "all_tables.tex"]
 
 
-# ---------------------------------------------------------------- figures
-
-
-def _probs(run) -> tuple:
-    p = store.load_predictions(run.path)
-    return p["test_logits"], p["test_labels"]
-
-
-def reliability_panels(runs, seed=None, sections=None) -> list[tuple]:
-    """(label, probs, labels) per method of one dataset/backbone, pooled over
-    seeds (or one seed), in table order, with D-Ens when pooled."""
-    by_method: dict = {}
-    for r in runs:
-        if seed is None or r.seed == seed:
-            by_method.setdefault(r.method, []).append(_probs(r))
-    order = [m for sec in ordered_methods(set(by_method) | {DENS}, sections) for m in sec]
-    members = by_method.get(ENSEMBLE_OF, [])
-    panels = []
-    for m in order:
-        if m == DENS and seed is None and has_ensemble(ENSEMBLE_OF, len(members)):
-            panels.append((method_name(m), ensemble_probs([lg for lg, _ in members]),
-                           members[0][1]))
-        elif m in by_method:
-            items = by_method[m]
-            panels.append((method_name(m), np.concatenate([head_probs(lg) for lg, _ in items]),
-                           np.concatenate([y for _, y in items])))
-    return panels
-
-
-def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
-                     sections=None) -> list[Path]:
-    from bench.report import calplots, plots  # matplotlib: only when figures are drawn (CLI start-up)
-
-    cells: dict = {}
-    for r in runs:
-        cells.setdefault((r.dataset, r.backbone), []).append(r)
-    written = []
-    for (ds, bb), rs in tqdm(sorted(cells.items()), desc="reliability", disable=not progress):
-        seeds = [None] + (sorted({r.seed for r in rs}) if per_seed else [])
-        for seed in seeds:
-            what = "pooled over seeds" if seed is None else f"seed {seed}"
-            panels = reliability_panels(rs, seed, sections)
-            name = f"{dataset_name(ds)} / {backbone_name(bb)} ({what})"
-            stem = f"{ds}_{bb}" + ("" if seed is None else f"_seed{seed}")
-            written += plots.save(plots.reliability_figure(panels, name),
-                                  out / "figures" / f"reliability_{stem}")
-            written += plots.save(calplots.smooth_reliability_figure(panels, f"{name}, smoothed"),
-                                  out / "figures" / f"smooth_reliability_{stem}")
-    return written
-
-
-def make_bin_sensitivity(groups: dict, out: Path, sections=None) -> list[Path]:
-    """ECE against the number of bins, per dataset and backbone, one line per
-    table row of the main table (trained rows and D-Ens)."""
-    from bench.report import calplots, plots
-
-    cells: dict = {}
-    for (ds, bb, key), g in groups.items():
-        if g.variant in ("seeds", "dens"):
-            cells.setdefault((ds, bb), {})[g.row_method] = g
-    written = []
-    for (ds, bb), rows in sorted(cells.items()):
-        order = [m for sec in ordered_methods(set(rows), sections) for m in sec]
-        data = calplots.bin_sensitivity([(method_name(m), rows[m]) for m in order])
-        fig = calplots.bin_sensitivity_figure(
-            data, f"{dataset_name(ds)} / {backbone_name(bb)}: ECE against bin count")
-        written += plots.save(fig, out / "figures" / f"ece_bins_{ds}_{bb}")
-    return written
-
-
-def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[list], list[str]]:
-    from bench.report import plots  # see make_reliability
-
-    mains = [t for t in tables if t.kind == "main"]
-    written, rows, notes = [], [], []
-    for metric, higher in FRIEDMAN_METRICS:
-        table = {}
-        for t in mains:
-            for r in t.rows:
-                for b in t.backbones:
-                    c = t.cells.get((r.key, b))
-                    if c is not None:
-                        table[((t.dataset, b), r.label)] = c.rank if metric == "rank" else c.mean[metric]
-        labels = list(dict.fromkeys(r.label for t in mains for r in t.rows))
-        methods, blocks, scores = stats.complete_blocks(table, labels)
-        if len(methods) < 3 or len(blocks) < 2:
-            notes.append(f"no Friedman test / CD diagram: needs >= 3 methods present in >= 2 "
-                         f"(dataset, backbone) blocks; have {len(methods)} methods in "
-                         f"{len(blocks)} blocks")
-            break  # the same for every metric
-        f = stats.friedman(scores, methods, ["/".join(b) for b in blocks], higher, alpha)
-        rows.append([metric, len(blocks), len(methods), f.statistic, f.p, f.cd,
-                     " ".join(f"{m}={r:.3f}" for m, r in zip(f.methods, f.avg_ranks))])
-        fig = plots.cd_figure(list(f.methods), list(f.avg_ranks), f.cd,
-                              f"{metric}: Friedman p = {f.p:.3g}, Nemenyi CD (alpha {alpha}) "
-                              f"over {len(blocks)} blocks")
-        written += plots.save(fig, out / "figures" / f"cd_{metric}")
-    return written, rows, notes
-
-
 # ---------------------------------------------------------------- command
 
 
@@ -342,8 +230,17 @@ def report(args) -> int:
         store.require_results_dir(args.results)  # '' would read the current directory
     out = store.require_writable_dir(args.out, "--out")
     parse_metrics(args.metrics)  # a bad --metrics stops before anything is read or written
+    if args.published_rows:
+        copied.check_metrics(parse_metrics(args.metrics))
     runs, failures, notes = load(args)
     check_order(args.order, {r.method for r in runs})
+    ablation = {aggregate.ablation_key(m, p): label
+                for m, rows in aggregate.parse_ablation(args.config).items()
+                for p, label in rows.items()}
+    labels, more = names.report_names(runs, args.label, ablation)
+    notes += more
+    if args.significance:
+        paired.check_reference(args.significance_ref, {r.method for r in runs})
     out.mkdir(parents=True, exist_ok=True)
     expected = aggregate.expected_seeds(runs)
     if args.seeds is not None:  # every seed asked counts, found or not
@@ -354,14 +251,19 @@ def report(args) -> int:
     notes += more
     cache = measures.cache_for(out)
     per_run = measures.attach(groups, runs, cache, with_ts=not args.no_ts)
-    sig_marks, sig_rows = significance(groups, args.test, args.alpha)
+    sig_marks, sig_rows = paired.significance(groups, args.test, args.alpha,
+                                              args.significance_ref)
     sig_name = " / ".join(sorted({r[4] for r in sig_rows})) or None  # which test(s) ran
     few = sorted({r[5] for r in sig_rows if r[5] < stats.MIN_SEEDS_NOTE})
     if args.significance and few:
         notes.append(f"caution: some paired tests compare only {', '.join(map(str, few))} "
                      f"seed(s); below {stats.MIN_SEEDS_NOTE} a test has almost no power and a "
                      "marked difference is weak evidence")
-    tables = make_tables(args, groups, expected, sig_marks, sig_name)
+    pub = copied.published_groups(groups, not args.no_ts) if args.published_rows else {}
+    if args.published_rows and not pub:
+        notes.append(copied.NONE_ADDED)
+    shown = {**groups, **pub}
+    tables = make_tables(args, shown, expected, sig_marks, sig_name, labels)
     written = [measures.write(measures.runs_frame(runs, per_run), out / "runs.csv"),
                measures.write(measures.groups_frame(groups, expected), out / "groups.csv"),
                cache.save(),
@@ -372,12 +274,14 @@ def report(args) -> int:
     written += write_tables(tables, out)
     figures = []
     if not args.no_plots:
-        figures += make_reliability(runs, out, args.per_seed, not args.no_progress,
-                                    parse_sections(args.order))
-        figures += make_bin_sensitivity(groups, out, parse_sections(args.order))
-        figures += curves.write_curves(runs, out / "figures", method_name,
-                                       lambda ds, bb: f"{dataset_name(ds)} / {backbone_name(bb)}")
-        cd_files, f_rows, f_notes = make_friedman(tables, out, args.alpha)
+        sections = parse_sections(args.order)
+        figures += figs.make_reliability(runs, out, args.per_seed, not args.no_progress,
+                                            sections, labels)
+        figures += figs.make_bin_sensitivity(groups, out, sections, labels)
+        figures += curves.write_curves(runs, out / "figures",
+                                       lambda m: method_name(m, labels),
+                                       lambda ds, bb: figs.block_title(ds, bb, labels))
+        cd_files, f_rows, f_notes = figs.make_friedman(tables, out, args.alpha)
         figures += cd_files
         notes += f_notes
         written.append(aggregate.write_csv(out / "stats" / "friedman.csv",
@@ -391,14 +295,14 @@ def report(args) -> int:
     md = out / "report.md"
     md.write_text(report_markdown(tables, failures, notes, figures, out))
     written += figures + [md]
-    _print_summary(tables, failures, notes, written, runs)
+    _print_summary(tables, failures, notes, written, runs, labels)
     return 0
 
 
-def _print_summary(tables, failures, notes, written, runs) -> None:
+def _print_summary(tables, failures, notes, written, runs, labels=None) -> None:
     for t in tables:
         if t.kind == "main":
-            print(f"\n{dataset_name(t.dataset)} (test set, x100)")
+            print(f"\n{dataset_name(t.dataset, labels)} (test set, x100)")
             print(textables.render(t, missing=missing_notes(t)))
     for n in notes:
         print(f"note: {n}")

@@ -18,6 +18,9 @@ import pandas as pd
 
 from bench.core import store
 from bench.report import frame
+# --config: which config is a row (re-exported: the report's callers use aggregate)
+from bench.report.configs import (CONFIG_RULES, ablation_key, parse_ablation,  # noqa: F401
+                                  parse_config_choice, select_configs)
 from bench.report.frame import COSTS, METRICS
 from bench.core.calibration import scaled_probs
 from bench.report.derived import (DENS, ENSEMBLE_OF, MIN_MEMBERS, deep_ensemble, has_ensemble,
@@ -159,100 +162,6 @@ def _failure_row(root: Path, f: Path, obj: dict) -> dict:
 
 
 # ---------------------------------------------------------------- grouping
-
-
-CONFIG_RULES = {
-    # rule -> sort key over one config's runs; the largest wins
-    "latest": lambda runs: max(_mtime(r) for r in runs),
-    "most-seeds": lambda runs: (len(runs), max(_mtime(r) for r in runs)),
-}
-
-
-def _mtime(run: Run) -> float:
-    try:
-        return (run.path / "metrics.json").stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def parse_config_choice(config: str | None, known: list[str]):
-    """--config items -> (prefixes for any method, {method: prefix}, rule or None).
-    Items: PREFIX, METHOD=PREFIX, or a rule (latest, most-seeds)."""
-    anywhere, per_method, rule = [], {}, None
-    for item in [c.strip() for c in (config or "").split(",") if c.strip()]:
-        method, sep, prefix = item.rpartition("=")
-        if not sep and item in CONFIG_RULES:
-            if rule not in (None, item):  # last-wins would silently drop one
-                raise BenchError(f"--config {rule},{item}: two rules contradict each other; "
-                                 "give one of them")
-            rule = item
-            continue
-        if not any(h.startswith(prefix) for h in known):
-            raise BenchError(f"--config {item}: matches no record; configs present: "
-                             f"{', '.join(known)}; or a rule: {', '.join(CONFIG_RULES)}")
-        earlier = per_method.get(method, prefix)
-        if sep and not (earlier.startswith(prefix) or prefix.startswith(earlier)):
-            raise BenchError(f"--config {method}={per_method[method]},{item}: two configs for "
-                             f"{method} contradict each other; give one of them")
-        if sep:
-            per_method[method] = max(earlier, prefix, key=len)
-        else:
-            anywhere.append(prefix)
-    return anywhere, per_method, rule
-
-
-def select_configs(runs: list[Run], config: str | None = None) -> tuple[list[Run], list[str]]:
-    """One config hash per (dataset, backbone, method), never picked silently.
-
-    `config`: comma-separated items, each a hash prefix (for every method it
-    matches), METHOD=PREFIX (that method only) or a rule (`latest`: the config
-    with the newest record; `most-seeds`: the one with most seeds, then newest),
-    applied where prefixes leave more than one. A prefix matching no record is
-    an error. A cell still left with several configs stops the report with a
-    one-line error listing each candidate, its differing settings and seed
-    count (docs/reports.md). Every chosen config is named in a note.
-    """
-    anywhere, per_method, rule = parse_config_choice(config, sorted({r.chash for r in runs}))
-    by_cell: dict = defaultdict(lambda: defaultdict(list))
-    for r in runs:
-        by_cell[(r.dataset, r.backbone, r.method)][r.chash].append(r)
-    keep, notes = [], []
-    for cell, hashes in sorted(by_cell.items()):
-        prefixes = [per_method[cell[2]]] if cell[2] in per_method else anywhere
-        chosen = [h for h in hashes if any(h.startswith(p) for p in prefixes)] or sorted(hashes)
-        if len(chosen) > 1 and rule:
-            chosen = [max(chosen, key=lambda h: CONFIG_RULES[rule](hashes[h]))]
-        if len(chosen) > 1:
-            raise BenchError(_ambiguous(cell, {h: hashes[h] for h in chosen}))
-        best = chosen[0]
-        keep += sorted(hashes[best], key=lambda r: r.seed)
-        others = [f"{h} ({len(v)} seeds)" for h, v in sorted(hashes.items()) if h != best]
-        if others:
-            how = f"--config {rule}" if rule and not prefixes else "--config"
-            notes.append(f"{'/'.join(cell)}: using config {best} ({len(hashes[best])} seeds, "
-                         f"chosen by {how}), ignoring {', '.join(others)}")
-    return keep, notes
-
-
-def _settings_of(run: Run) -> dict:
-    try:
-        return frame.settings(store.read_json(run.path / "config.json"))
-    except frame.READ_ERRORS:
-        return {}
-
-
-def _ambiguous(cell: tuple, hashes: dict) -> str:
-    """One line: each candidate config with the settings where they differ."""
-    settings = {h: _settings_of(rs[0]) for h, rs in hashes.items()}
-    keys = sorted({k for s in settings.values() for k in s})
-    differ = [k for k in keys if len({repr(s.get(k)) for s in settings.values()}) > 1]
-    parts = []
-    for h, rs in sorted(hashes.items()):
-        diff = ", ".join(f"{k.removeprefix('train_')}={settings[h].get(k, '?')}" for k in differ)
-        parts.append(f"{h} ({len(rs)} seeds{'; ' + diff if diff else ''})")
-    return (f"{'/'.join(cell)} has records of {len(hashes)} configs: {'; '.join(parts)}; "
-            f"choose with --config METHOD=PREFIX[,...], --config latest|most-seeds, "
-            f"or --method/--backbone")
 
 
 def _costs(runs: list[Run], ensemble: bool = False) -> dict:

@@ -10,7 +10,8 @@ ACC is a ditto mark. Only booktabs, rotating (sideways tables) and amssymb.
 from __future__ import annotations
 
 from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, ci_note, columns,
-                                 cost_texts, dataset_name, method_name, rank_note)
+                                 copied_note, cost_texts, dataset_name, method_name,
+                                 rank_note)
 
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
 # closing double quote is the typographic ditto mark and compiles anywhere.
@@ -37,6 +38,7 @@ def block_heads(table: Table) -> list[str]:
         name, up = METRIC_HEADS[m]
         return name + (r"$^\uparrow$" if up else r"$_\downarrow$")
     heads = [*map(head, columns(table.metrics)), HEADS[-1]] if table.metrics else list(HEADS)
+    heads = heads if table.gap else [h for h in heads if h != "Gap"]
     return heads + (list(COST_HEADS) if table.cost else [])
 
 
@@ -70,13 +72,14 @@ def rank_cell(cell) -> str:
 
 def row_cells(table: Table, row) -> list[str]:
     width = len(block_heads(table))
-    out = [f"\\textbf{{{tex_escape('+TS' if row.ts else row.label)}}}"]
+    out = [f"\\textbf{{{tex_escape('+TS' if row.ts else row.label)}}}"
+           + ("$^\\dagger$" if row.copied and not row.ts else "")]
     for b in table.backbones:
         cell = table.cells.get((row.key, b))
         if cell is None:
             out += ["--"] * width
             continue
-        for m in columns(table.metrics):
+        for m in columns(table.metrics, table.gap):
             if m == "acc" and cell.ditto_acc:
                 out.append(DITTO)
             elif m == "gap":
@@ -91,7 +94,7 @@ def row_cells(table: Table, row) -> list[str]:
 def header(table: Table) -> list[str]:
     heads = block_heads(table)
     width = len(heads)
-    names = " & ".join(f"\\multicolumn{{{width}}}{{c}}{{\\textbf{{{tex_escape(backbone_name(b))}}}}}"
+    names = " & ".join(f"\\multicolumn{{{width}}}{{c}}{{\\textbf{{{tex_escape(backbone_name(b, table.names))}}}}}"
                        for b in table.backbones)
     rules = " ".join(f"\\cmidrule(lr){{{2 + i * width}-{1 + (i + 1) * width}}}"
                      for i in range(len(table.backbones)))
@@ -125,13 +128,17 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
     if table.any_empty:
         out.append("--: no finished run for that backbone.")
     if table.any_sig:
-        out.append(f"$^{{*}}$ differs from {method_name('sl1h')} ({tex_escape(table.sig_test)} "
+        ref = tex_escape(method_name(table.reference, table.names))
+        out.append(f"$^{{*}}$ differs from {ref} ({tex_escape(table.sig_test)} "
                    "over seeds, paired by seed, two-sided $p<0.05$).")
-    out.append("Gap: mean confidence $-$ accuracy ($\\times$100); $<0$ means under-confident.")
+    if table.gap:
+        out.append("Gap: mean confidence $-$ accuracy ($\\times$100); $<0$ means under-confident.")
     if table.cost:
         out.append("Params in millions; Train: seconds and images/s of training per run; "
                    "Infer: ms per test image; D-Ens: sums over its members (images/s: "
                    "their mean).")
+    if table.any_copied:
+        out.append("$^\\dagger$ " + tex_escape(copied_note(table)) + ".")
     # {} first: after the \\ joining the notes, a "[" would be read as its spacing argument
     out += ["{}" + tex_escape(n) for n in (rank_note(table), ci_note(table)) if n]
     return out
@@ -152,7 +159,7 @@ def fragment(table: Table, missing: list[str] = ()) -> str:
     """The table float, ready for \\input{} in a paper."""
     sideways = table.kind == "std" or (table.cost and len(table.backbones) > 1)
     env = "sidewaystable" if sideways else "table"
-    text = fill_caption(table.caption, tex_escape(dataset_name(table.dataset)), table.n_asked)
+    text = fill_caption(table.caption, tex_escape(dataset_name(table.dataset, table.names)), table.n_asked)
     caption = f"\\caption{{{text}}}\\label{{{table.label}}}"
     notes = footnotes(table, list(missing))
     body = [f"\\begin{{{env}}}", "\\centering", "\\renewcommand{\\arraystretch}{1.03}",

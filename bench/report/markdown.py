@@ -17,7 +17,7 @@ def report_markdown(tables, failures, notes, figures, out: Path) -> str:
              "Rank = mean of the three per-backbone ranks (1 = best; best in bold italics, "
              "second in bold).", ""]
     for t in tables:
-        lines += [f"## {dataset_name(t.dataset)}: {TITLES[t.kind]}", "",
+        lines += [f"## {dataset_name(t.dataset, t.names)}: {TITLES[t.kind]}", "",
                   textables.render(t, markdown=True, missing=missing_notes(t)), ""]
     if failures:
         lines += ["## Failed or unfinished runs", "", "| run | seed | reason |", "|---|---|---|"]

@@ -11,22 +11,27 @@ from dataclasses import dataclass, field
 
 from bench.report.ranks import RANK_METRICS, mean_ranks, rank_marks
 
-METHOD_NAMES = {"sl1h": "SL1H", "ls": "LS", "mbls": "MbLS", "mixup": "MixUp", "dca": "DCA",
-                "focal": "FL", "adafocal": "FLSD", "flsd53": "FLSD",
-                "dens": "D-Ens", "2hsl": "2HSL",
-                "2hml": "2HML", "4hml": "4HML"}
+# Names of rows that are no registered method: the derived D-Ens, and
+# records of a method registered under another name before (adafocal, now
+# flsd53). Registered methods declare their own (Method.display_name).
+OTHER_NAMES = {"dens": "D-Ens", "adafocal": "FLSD"}
 BACKBONE_NAMES = {"resnet50": "ResNet50", "convnext_tiny": "ConvNeXt", "swin_tiny": "Swin-T"}
 DATASET_NAMES = {"chaoyang": "Chaoyang", "kvasir": "Kvasir", "pathmnist": "PathMNIST",
                  "digits": "Digits"}
 # The paper's row order; D-Ens sits between double rules. Methods not listed
-# here (e.g. 3hml) are appended to the last section.
+# here (a plugin's, 3hml) join the section their Method declares: single-head
+# baselines the first, multi-head models the last.
 DEFAULT_SECTIONS = (("sl1h", "ls", "mbls", "mixup", "dca", "focal", "adafocal", "flsd53"),
                     ("dens",),
                     ("2hsl", "2hml", "4hml"))
 # The paper's temperature-scaling tables (appendix) show these methods only;
 # an explicit --order shows others.
 PAPER_TS = ("sl1h", "2hsl", "4hml")
-REFERENCE = "sl1h"  # what the significance tests compare against
+# Row keys METHOD@paper are the paper's published numbers, copied
+# (bench report --published-rows, bench.report.copied).
+COPIED = "@paper"
+CITATION = "Galdran et al., MICCAI 2023"
+REFERENCE = "sl1h"  # what the significance tests compare against (--significance-ref)
 CAPTIONS = {
     "main": r"Results on the \textbf{{{dataset} dataset}} with different architectures and "
             r"strategies. For each model, \underline{{\textbf{{best}}}} and "
@@ -52,12 +57,15 @@ METRIC_HEADS = {
 }
 
 
-def columns(metrics: tuple = ()) -> list[str]:
+def columns(metrics: tuple = (), gap: bool = True) -> list[str]:
     """A backbone block's value columns: the paper's ACC / ECE / Gap / NLL,
-    or ACC, the chosen measures and Gap (Rank follows either)."""
+    or ACC, the chosen measures and Gap (Rank follows either); gap=False
+    (--no-gap) leaves Gap out."""
     if not metrics or tuple(metrics) == PAPER_METRICS:
-        return ["acc", "ece", "gap", "nll"]
-    return ["acc", *[m for m in metrics if m != "acc"], "gap"]
+        cols = ["acc", "ece", "gap", "nll"]
+    else:
+        cols = ["acc", *[m for m in metrics if m != "acc"], "gap"]
+    return cols if gap else [c for c in cols if c != "gap"]
 
 
 def rank_metrics(metrics: tuple = ()) -> tuple:
@@ -79,16 +87,34 @@ def cost_texts(cost: dict) -> list[str]:
             one("infer_ms_per_image", lambda v: f"{v:.3f}")]
 
 
-def method_name(key: str) -> str:
-    return METHOD_NAMES.get(key, key.upper())
+def registered_method(key: str):
+    """The Method a registered name builds (its display name and section),
+    or None for a name no registry knows (D-Ens, an old record's method)."""
+    from bench.core.errors import BenchError
+    from bench.methods import METHODS
+
+    try:  # an ablation row METHOD@PREFIX is its method's
+        return METHODS.get(key.partition("@")[0])()
+    except BenchError:
+        return None
 
 
-def backbone_name(key: str) -> str:
-    return BACKBONE_NAMES.get(key, key)
+def method_name(key: str, labels: dict | None = None) -> str:
+    """--label, else the method's declared display name, else its key in capitals."""
+    if labels and key in labels:
+        return labels[key]
+    method = registered_method(key)
+    if method is not None:
+        return method.display()
+    return OTHER_NAMES.get(key.partition("@")[0], key.upper())
 
 
-def dataset_name(key: str) -> str:
-    return DATASET_NAMES.get(key, key)
+def backbone_name(key: str, labels: dict | None = None) -> str:
+    return (labels or {}).get(key) or BACKBONE_NAMES.get(key, key)
+
+
+def dataset_name(key: str, labels: dict | None = None) -> str:
+    return (labels or {}).get(key) or DATASET_NAMES.get(key, key)
 
 
 @dataclass(frozen=True)
@@ -98,6 +124,7 @@ class Row:
     label: str  # display name ('SL1H', '+TS' rows carry the method's label + '+TS')
     section: int  # rows of different sections are separated by a double rule
     ts: bool = False  # a +TS row (ditto ACC)
+    copied: bool = False  # the paper's published numbers, not re-run (marked with a dagger)
 
 
 @dataclass(frozen=True)
@@ -134,11 +161,22 @@ class Table:
     notes: tuple = ()
     metrics: tuple = ()  # --metrics: the chosen measures; () = the paper's columns
     ci: bool = False  # --ci: intervals in the std table's place
+    labels: tuple = ()  # (key, display name) pairs of --label and recorded dataset names
+    gap: bool = True  # the Gap column (--no-gap drops it)
+    reference: str = REFERENCE  # what the significance marks compare against
+
+    @property
+    def names(self) -> dict:
+        return dict(self.labels)
 
     @property
     def any_empty(self) -> bool:
         """Some row has no finished run for some backbone (shown as --)."""
         return any((r.key, b) not in self.cells for r in self.rows for b in self.backbones)
+
+    @property
+    def any_copied(self) -> bool:
+        return any(r.copied for r in self.rows)
 
     @property
     def any_sig(self) -> bool:
@@ -154,26 +192,36 @@ def order_backbones(keys) -> list[str]:
 
 def ordered_methods(present, sections=None) -> list[list[str]]:
     """Sections of method keys in display order, keeping only those present.
-    With the default order, methods it does not name (e.g. 3hml) join the
-    last section; an explicit order shows exactly the methods it names."""
-    out = [[m for m in sec if m in present] for sec in (sections or DEFAULT_SECTIONS)]
+    With the default order, methods it does not name join the section their
+    Method declares (single-head baselines after the paper's baselines,
+    multi-head models after 4HML); an explicit order shows exactly the
+    methods it names."""
+    def with_ablations(m):  # the rows METHOD@PREFIX of an ablation follow their method
+        return [m] * (m in present) + sorted(k for k in present if k.startswith(m + "@"))
+
+    out = [[k for m in sec for k in with_ablations(m)] for sec in (sections or DEFAULT_SECTIONS)]
     if sections is None:
-        known = {m for sec in DEFAULT_SECTIONS for m in sec}
-        out[-1] += sorted(m for m in present if m not in known)
+        known = {k for sec in out for k in sec}
+        for m in sorted(m for m in present if m not in known):
+            method = registered_method(m)
+            baseline = method is not None and method.table_section() == "baseline"
+            out[0 if baseline else -1].append(m)
     return [sec for sec in out if sec]
 
 
-def table_rows(kind: str, present, sections=None) -> list[Row]:
+def table_rows(kind: str, present, sections=None, labels: dict | None = None) -> list[Row]:
     rows = []
     for i, sec in enumerate(ordered_methods(present, sections)):
         for m in sec:
+            name, copied = method_name(m, labels), m.endswith(COPIED)
             if kind != "ts":
-                rows.append(Row(m, m, method_name(m), i))
-            elif m != "dens":
+                rows.append(Row(m, m, name, i, copied=copied))
+            elif not m.startswith("dens"):
                 # TS rows: un-scaled (logits averaged, T=1) then +TS; each pair
                 # is its own section so heavy rules separate the pairs.
-                rows.append(Row(f"{m}@ts-base", m, method_name(m), len(rows)))
-                rows.append(Row(f"{m}+ts", m, method_name(m) + "+TS", len(rows) - 1, ts=True))
+                rows.append(Row(f"{m}@ts-base", m, name, len(rows), copied=copied))
+                rows.append(Row(f"{m}+ts", m, name + "+TS", len(rows) - 1, ts=True,
+                                copied=copied))
     return rows
 
 
@@ -193,10 +241,11 @@ def block_cells(rows, backbone, groups, dataset, expected, sig=None, metrics=())
     cells = {}
     for r, g, mean, rank, mark in zip(present, gs, means, ranks, marks):
         std = None if g.single else {m: g.std(m) for m in g.values}
+        asked = () if r.copied else expected  # a copied row is the paper's 5 runs
         cells[(r.key, backbone)] = Cell(
-            mean, std, g.n, len(expected), rank, mark,
+            mean, std, g.n, len(asked) or g.n, rank, mark,
             ditto_acc=r.ts, sig=(sig or {}).get((backbone, r.key), {}), cost=dict(g.cost),
-            missing=tuple(s for s in expected if s not in g.seeds),
+            missing=tuple(s for s in asked if s not in g.seeds),
             ci=dict(g.extra.get("ci", {})))
     return cells
 
@@ -204,7 +253,8 @@ def block_cells(rows, backbone, groups, dataset, expected, sig=None, metrics=())
 def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbones=None,
                 sections=None, cost: bool = False, sig: dict | None = None,
                 sig_test: str | None = None, caption: str | None = None,
-                notes=(), metrics: tuple = (), ci: bool = False) -> Table | None:
+                notes=(), metrics: tuple = (), ci: bool = False, labels: dict | None = None,
+                gap: bool = True, reference: str = REFERENCE) -> Table | None:
     """groups: (dataset, backbone, row key) -> aggregate.Group; expected: the
     seeds asked (n/N marks short cells). sig: optional
     (backbone, row key) -> {metric: bool}. None when nothing to show."""
@@ -212,9 +262,9 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     bbs = [b for b in backbones if b in have] if backbones else order_backbones(have)
     methods = {g.row_method for (d, b, k), g in groups.items() if d == dataset and b in bbs}
     if kind == "ts":
-        methods = {m for m in methods if (sections or m in PAPER_TS)
+        methods = {m for m in methods if (sections or m.partition("@")[0] in PAPER_TS)
                    and any((dataset, b, f"{m}+ts") in groups for b in bbs)}
-    rows = [r for r in table_rows(kind, methods, sections)
+    rows = [r for r in table_rows(kind, methods, sections, labels)
             if any((dataset, b, r.key) in groups for b in bbs)]
     if not rows:
         return None
@@ -223,7 +273,8 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
         cells.update(block_cells(rows, b, groups, dataset, expected, sig, metrics))
     return Table(kind, dataset, tuple(bbs), tuple(rows), cells, caption or CAPTIONS[kind],
                  f"tab:{dataset}_{kind}", len(expected), cost, sig_test if sig else None,
-                 tuple(notes), tuple(metrics), ci)
+                 tuple(notes), tuple(metrics), ci, tuple(sorted((labels or {}).items())), gap,
+                 reference)
 
 
 def rank_note(table: Table) -> str | None:
@@ -232,6 +283,14 @@ def rank_note(table: Table) -> str | None:
         return None
     names = ", ".join(METRIC_HEADS[m][0] for m, _ in rank_metrics(table.metrics))
     return f"Rank: mean of the per-column ranks over {names}"
+
+
+def copied_note(table: Table) -> str | None:
+    """The footnote of a table with copied rows (the dagger's meaning)."""
+    if not table.any_copied:
+        return None
+    return (f"copied from the paper ({CITATION}), not re-run here: its published means "
+            "(no std); Rank is computed over all rows shown, copied and re-run")
 
 
 def ci_note(table: Table) -> str | None:
@@ -250,6 +309,7 @@ def missing_notes(table: Table) -> list[str]:
             c = table.cells.get((r.key, b))
             if c is not None and c.short and not r.ts:
                 seeds = ", ".join(map(str, c.missing))
-                out.append(f"{method_name(r.method)} / {backbone_name(b)}: {c.n} of {c.N} "
+                out.append(f"{method_name(r.method, table.names)} / "
+                           f"{backbone_name(b, table.names)}: {c.n} of {c.N} "
                            f"seeds (missing {seeds})")
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, ci_note,
-                                 columns, cost_texts, rank_note)
+                                 columns, copied_note, cost_texts, method_name, rank_note)
 
 DITTO = '"'
 # Per backbone block; the first head is prefixed with the backbone's name.
@@ -20,7 +20,7 @@ def block_heads(table: Table) -> tuple:
     """The value heads of one backbone block (the paper's: HEADS)."""
     def head(m):
         return "Gap" if m == "gap" else METRIC_HEADS[m][0] + ("↑" if METRIC_HEADS[m][1] else "↓")
-    return (*[head(m) for m in columns(table.metrics)], "Rank↓")
+    return (*[head(m) for m in columns(table.metrics, table.gap)], "Rank↓")
 
 
 def _value(cell, metric: str, with_std: bool, ci: bool = False) -> str:
@@ -50,7 +50,7 @@ def headers(table: Table) -> list[str]:
     out = ["Method"]
     heads = block_heads(table)
     for b in table.backbones:
-        out += [f"{backbone_name(b)} {heads[0]}", *heads[1:]]
+        out += [f"{backbone_name(b, table.names)} {heads[0]}", *heads[1:]]
         out += list(COST_HEADS) if table.cost else []
     return out
 
@@ -60,13 +60,13 @@ def rows(table: Table, markdown: bool) -> list[list[str]]:
     std = table.kind == "std"
     out = []
     for row in table.rows:
-        line = [row.label]
+        line = [row.label + ("†" if row.copied else "")]
         for b in table.backbones:
             cell = table.cells.get((row.key, b))
             if cell is None:
                 line += ["--"] * width
                 continue
-            for m in columns(table.metrics):
+            for m in columns(table.metrics, table.gap):
                 if m == "acc" and cell.ditto_acc:
                     line.append(DITTO)
                 elif m == "gap":
@@ -89,8 +89,11 @@ def render(table: Table, markdown: bool = False, missing=()) -> str:
     if table.any_empty:
         notes.append("--: no finished run for that backbone")
     if table.any_sig:
-        notes.append(f"*: differs from SL1H ({table.sig_test} over seeds, p < 0.05)")
-    notes.append("Gap: mean confidence - accuracy (x100); < 0 means under-confident")
+        notes.append(f"*: differs from {method_name(table.reference, table.names)} "
+                     f"({table.sig_test} over seeds, p < 0.05)")
+    if table.gap:
+        notes.append("Gap: mean confidence - accuracy (x100); < 0 means under-confident")
+    notes += ["†: " + copied_note(table)] if table.any_copied else []
     notes += [n for n in (rank_note(table), ci_note(table)) if n]
     sep = "\n\n" if markdown else "\n"
     return text + sep + sep.join(notes)

@@ -122,6 +122,8 @@ def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: i
     config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
               "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
               "backbone_weights": weights_label, **backbone_fields(exp), **extra,
+              **({"dataset_name": bundle.display_name}
+                 if getattr(bundle, "display_name", "") else {}),
               "code": exp.code_dict(),
               "provenance": provenance(device)}
     store.write_record(path, config, record_metrics(result, bundle, n_params), {

@@ -57,7 +57,9 @@ def test_plugin_method_trains_on_the_pool_is_reported_and_edits_are_never_reused
         methods = sorted(row["method"] for row in csv.DictReader(f))
     assert methods == ["confpen", "sl1h"]
     table = (out / "tables" / "digits_main.md").read_text()
-    assert "CONFPEN" in table and "SL1H" in table
+    labels = [ln.split("|")[1].strip() for ln in table.splitlines()[2:] if ln.startswith("|")]
+    assert labels == ["SL1H", "CP"]  # its display name, among the single-head baselines
+    assert "\\midrule\n\\midrule" not in (out / "tables" / "digits_main.tex").read_text()
 
     assert dry_run(results, *argv) == {"sl1h": "done", "confpen": "done"}
     method = confpen_site / "mhml_confpen" / "method.py"

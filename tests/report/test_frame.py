@@ -365,7 +365,8 @@ def test_ambiguous_configs_error_names_only_the_settings_that_differ(known):
         "toy/resnet50/sl1h has records of 3 configs: abc123 (3 seeds; epochs_per_cycle=3, "
         "lr=0.1); yyy777 (2 seeds; epochs_per_cycle=1, lr=0.2); zzz999 (1 seeds; "
         "epochs_per_cycle=1, lr=0.1); choose with --config METHOD=PREFIX[,...], --config "
-        "latest|most-seeds, or --method/--backbone")
+        "latest|most-seeds, METHOD=PREFIX:LABEL (each config its own row), or "
+        "--method/--backbone")
 
 
 def test_build_groups_advances_the_progress_bar_once_per_cell(known):

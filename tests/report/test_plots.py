@@ -8,7 +8,7 @@ from report_records import N_TEST, write_known
 from bench.report import aggregate
 from bench.report import plots
 from bench.cli.main import main
-from bench.cli.report import reliability_panels
+from bench.report.figures import reliability_panels
 
 
 def test_reliability_data_hand_example():

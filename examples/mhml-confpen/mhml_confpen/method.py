@@ -23,6 +23,7 @@ class ConfidencePenalty(Method):
     """One head; logits arrive shaped [B, M=1, K]."""
 
     Params = ConfPenParams
+    display_name = "CP"  # its row in report tables; one head: among the baselines
 
     def loss(self, logits, target):
         z = logits[:, 0]

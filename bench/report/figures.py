@@ -1,0 +1,126 @@
+"""The report's figures from records and groups: reliability diagrams (per
+dataset x backbone, pooled over seeds or per seed), ECE against the bin
+count, and the Friedman / Nemenyi critical-difference diagrams.
+
+matplotlib is imported only when a figure is drawn (the `bench` command's
+start-up stays light). `names` is the report's display names (--label and
+the recorded dataset names), passed to bench.report.tables' name functions.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from bench.core import store
+from bench.core.calibration import ensemble_probs
+from bench.core.metrics import head_probs
+from bench.report import stats
+from bench.report.derived import DENS, ENSEMBLE_OF, has_ensemble
+from bench.report.tables import backbone_name, dataset_name, method_name, ordered_methods
+
+FRIEDMAN_METRICS = (("rank", False), ("acc", True), ("ece", False), ("nll", False))
+
+
+def block_title(ds: str, bb: str, names: dict | None = None) -> str:
+    return f"{dataset_name(ds, names)} / {backbone_name(bb, names)}"
+
+
+def _probs(run) -> tuple:
+    p = store.load_predictions(run.path)
+    return p["test_logits"], p["test_labels"]
+
+
+def reliability_panels(runs, seed=None, sections=None, names=None) -> list[tuple]:
+    """(label, probs, labels) per method of one dataset/backbone, pooled over
+    seeds (or one seed), in table order, with D-Ens when pooled."""
+    by_method: dict = {}
+    for r in runs:
+        if seed is None or r.seed == seed:
+            by_method.setdefault(r.method, []).append(_probs(r))
+    order = [m for sec in ordered_methods(set(by_method) | {DENS}, sections) for m in sec]
+    members = by_method.get(ENSEMBLE_OF, [])
+    panels = []
+    for m in order:
+        if m == DENS and seed is None and has_ensemble(ENSEMBLE_OF, len(members)):
+            panels.append((method_name(m, names), ensemble_probs([lg for lg, _ in members]),
+                           members[0][1]))
+        elif m in by_method:
+            items = by_method[m]
+            panels.append((method_name(m, names), np.concatenate([head_probs(lg) for lg, _ in items]),
+                           np.concatenate([y for _, y in items])))
+    return panels
+
+
+def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
+                     sections=None, names=None) -> list[Path]:
+    from bench.report import calplots, plots  # matplotlib: only when figures are drawn (CLI start-up)
+
+    cells: dict = {}
+    for r in runs:
+        cells.setdefault((r.dataset, r.backbone), []).append(r)
+    written = []
+    for (ds, bb), rs in tqdm(sorted(cells.items()), desc="reliability", disable=not progress):
+        seeds = [None] + (sorted({r.seed for r in rs}) if per_seed else [])
+        for seed in seeds:
+            what = "pooled over seeds" if seed is None else f"seed {seed}"
+            panels = reliability_panels(rs, seed, sections, names)
+            name = f"{block_title(ds, bb, names)} ({what})"
+            stem = f"{ds}_{bb}" + ("" if seed is None else f"_seed{seed}")
+            written += plots.save(plots.reliability_figure(panels, name),
+                                  out / "figures" / f"reliability_{stem}")
+            written += plots.save(calplots.smooth_reliability_figure(panels, f"{name}, smoothed"),
+                                  out / "figures" / f"smooth_reliability_{stem}")
+    return written
+
+
+def make_bin_sensitivity(groups: dict, out: Path, sections=None, names=None) -> list[Path]:
+    """ECE against the number of bins, per dataset and backbone, one line per
+    table row of the main table (trained rows and D-Ens)."""
+    from bench.report import calplots, plots
+
+    cells: dict = {}
+    for (ds, bb, key), g in groups.items():
+        if g.variant in ("seeds", "dens"):
+            cells.setdefault((ds, bb), {})[g.row_method] = g
+    written = []
+    for (ds, bb), rows in sorted(cells.items()):
+        order = [m for sec in ordered_methods(set(rows), sections) for m in sec]
+        data = calplots.bin_sensitivity([(method_name(m, names), rows[m]) for m in order])
+        fig = calplots.bin_sensitivity_figure(
+            data, f"{block_title(ds, bb, names)}: ECE against bin count")
+        written += plots.save(fig, out / "figures" / f"ece_bins_{ds}_{bb}")
+    return written
+
+
+def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[list], list[str]]:
+    from bench.report import plots  # see make_reliability
+
+    mains = [t for t in tables if t.kind == "main"]
+    written, rows, notes = [], [], []
+    for metric, higher in FRIEDMAN_METRICS:
+        table = {}
+        for t in mains:
+            for r in (r for r in t.rows if not r.copied):  # copied rows: no blocks of runs
+                for b in t.backbones:
+                    c = t.cells.get((r.key, b))
+                    if c is not None:
+                        table[((t.dataset, b), r.label)] = c.rank if metric == "rank" else c.mean[metric]
+        labels = list(dict.fromkeys(r.label for t in mains for r in t.rows if not r.copied))
+        methods, blocks, scores = stats.complete_blocks(table, labels)
+        if len(methods) < 3 or len(blocks) < 2:
+            notes.append(f"no Friedman test / CD diagram: needs >= 3 methods present in >= 2 "
+                         f"(dataset, backbone) blocks; have {len(methods)} methods in "
+                         f"{len(blocks)} blocks")
+            break  # the same for every metric
+        f = stats.friedman(scores, methods, ["/".join(b) for b in blocks], higher, alpha)
+        rows.append([metric, len(blocks), len(methods), f.statistic, f.p, f.cd,
+                     " ".join(f"{m}={r:.3f}" for m, r in zip(f.methods, f.avg_ranks))])
+        fig = plots.cd_figure(list(f.methods), list(f.avg_ranks), f.cd,
+                              f"{metric}: Friedman p = {f.p:.3g}, Nemenyi CD (alpha {alpha}) "
+                              f"over {len(blocks)} blocks")
+        written += plots.save(fig, out / "figures" / f"cd_{metric}")
+    return written, rows, notes
+
+

@@ -1,0 +1,59 @@
+"""Display names of a report: `--label KEY=TEXT` and recorded dataset names.
+
+A method's name comes from its registration (Method.display_name), a
+dataset's from `--data-opt name=...` recorded in config.json
+(`dataset_name`), else the built-in tables of bench.report.tables; `--label`
+overrides any of them. The result is one dict, key -> text, that the tables,
+figures and footnotes read.
+"""
+from __future__ import annotations
+
+from bench.core import store
+from bench.core.errors import BenchError
+from bench.report.derived import DENS
+
+
+def parse_labels(items, known) -> dict[str, str]:
+    """['dca=DCA (ours)', ...] -> {'dca': 'DCA (ours)'}; a key that names no
+    method, dataset or backbone of the report (or an empty text) is an error."""
+    out: dict[str, str] = {}
+    allowed = sorted(set(known) | {DENS})
+    for item in items or []:
+        key, sep, text = item.partition("=")
+        key, text = key.strip(), text.strip()
+        if not sep or not key or not text:
+            raise BenchError(f"--label '{item}': expected KEY=TEXT, e.g. --label "
+                             "confpen='CE+CP (ours)'")
+        if key not in allowed:
+            raise BenchError(f"--label {key}: no method, dataset or backbone of these records "
+                             f"is called '{key}'; choose from: {', '.join(allowed)}")
+        out[key] = text
+    return out
+
+
+def recorded_names(runs) -> tuple[dict[str, str], list[str]]:
+    """dataset -> the display name its records carry (`--data-opt name=`), and
+    a note per dataset whose records carry several (the first is used)."""
+    found: dict[str, set] = {}
+    for r in runs:
+        try:
+            name = store.read_json(r.path / "config.json").get("dataset_name")
+        except (OSError, ValueError):
+            name = None
+        if name:
+            found.setdefault(r.dataset, set()).add(name)
+    names, notes = {}, []
+    for ds, texts in sorted(found.items()):
+        names[ds] = sorted(texts)[0]
+        if len(texts) > 1:
+            notes.append(f"{ds}: records carry several display names ({', '.join(sorted(texts))});"
+                         f" using '{names[ds]}' (set one with --label {ds}=TEXT)")
+    return names, notes
+
+
+def report_names(runs, label_items, ablation=None) -> tuple[dict[str, str], list[str]]:
+    """The display names of a report (recorded, the ablation's labels
+    {METHOD@PREFIX: LABEL}, then --label) and notes."""
+    keys = {k for r in runs for k in (r.dataset, r.backbone, r.method)}
+    recorded, notes = recorded_names(runs)
+    return {**recorded, **(ablation or {}), **parse_labels(label_items, keys)}, notes
