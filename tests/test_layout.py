@@ -24,6 +24,8 @@ ALLOWED = {
     "cli": {"core", "train", "sweep", "report", "speed", "methods", "datasets"},
     "results": {"core", "report"},  # bench.results: the public facade of the results frame
     "plugins": {"core", "train", "methods", "datasets"},  # bench.plugins: the plugin API
+    # bench.api: the harness from Python, beside the CLI (never importing it)
+    "api": {"core", "train", "sweep", "methods", "datasets", "results", "report"},
 }
 
 
