@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from bench.core import store
 from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides,
-                               check_choices, field_types, get_profile, load_kwargs,
-                               parse_data_opts, parse_set)
+                               check_choices, field_types, get_profile, parse_data_opts,
+                               parse_set)
 from bench.core.errors import BenchError, choices_error
 from bench.core.seeds import parse_seeds
 from bench.sweep.executors import check_options
-from bench.sweep.grid import build_specs, expand_names
+from bench.sweep.grid import build_specs, expand_names, load_options
 from bench.train.backbones import BACKBONES, PAPER_BACKBONES
 
 
@@ -41,7 +41,7 @@ def plan(opts) -> Grid:
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(opts)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
                                      opts.results, opts.data_root, opts.device, opts.force,
-                                     tuple(sorted(load_kwargs(opts).items())), opts.weights,
+                                     load_options(opts), opts.weights,
                                      dry_run=opts.dry_run,
                                      pretrained_asked=bool(opts.pretrained or opts.weights))
     return Grid(specs, experiments, datasets)
