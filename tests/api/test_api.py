@@ -27,7 +27,7 @@ CLI_GRID = ["--dataset", "digits", "--backbone", "smallcnn", "--seeds", "1", "--
 def trained(tmp_path_factory):
     """Two methods, one seed each, trained once through bench.api.run."""
     results = tmp_path_factory.mktemp("api") / "results"
-    return results, api.run(method=["sl1h", "2hml"], results=results, **GRID)
+    return results, api.run(method=["sl1h", "2hml"], results=results, tensorboard=True, **GRID)
 
 
 def test_run_trains_the_grid_and_returns_one_row_per_run_with_its_metrics(trained):
@@ -36,6 +36,7 @@ def test_run_trains_the_grid_and_returns_one_row_per_run_with_its_metrics(traine
     for _, row in df.iterrows():
         record = results / "digits/smallcnn" / row["method"] / row["config_hash"] / "seed0"
         assert row["record"] == str(record) and store.is_complete(record)
+        assert len(list((record / "tensorboard").glob("events.out.tfevents.*"))) == 1
         # the metric column against the saved logits, by scikit-learn
         p = store.load_predictions(record)
         logits = p["test_logits"]  # [N, heads, K]: the heads' mean probability predicts
