@@ -9,16 +9,14 @@ from tabulate import tabulate
 from bench.core.paper import PAPER_BACKBONES, PAPER_METHODS
 from bench.train.backbones import BACKBONES
 from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
-                               apply_overrides, check_choices, field_types, get_profile,
-                               key_table, parse_set)
-from bench.cli.data import add_data_options, check_data_paths
-from bench.core import store
-from bench.core.errors import BenchError, choices_error
+                               field_types, key_table)
+from bench.cli.data import add_data_options
 from bench.sweep.executors import add_options as add_executor_options
-from bench.sweep.executors import check_options
-from bench.core.seeds import parse_seeds
-from bench.core.registry import expand_names
-from bench.sweep.grid import build_specs, load_options
+from bench.sweep.options import RunOptions
+# the grid's checks and resolution live in bench.sweep.plan (shared with
+# bench.api); re-exported here for code that imported them from the CLI
+from bench.sweep.plan import (check_run_flags, execute, plan, resolve_run,  # noqa: F401
+                              unknown_key)
 from bench.report.summary import summary_table
 
 
@@ -61,6 +59,10 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="with --dry-run: one JSON object per run (protocol and status); "
                         "refused without --dry-run")
+    p.add_argument("--tensorboard", action="store_true",
+                   help="also write TensorBoard event files beside each finished record "
+                        "(<record>/tensorboard/: train loss and lr per epoch, validation "
+                        "ACC/ECE/NLL/AUC per cycle); output only, the config hash is unchanged")
     add_executor_options(p)
     p.set_defaults(func=run)
 
@@ -136,106 +138,24 @@ def _profile_text(cfg: TrainConfig) -> str:
             + (f"; {', '.join(diff)}" if diff else ""))
 
 
-def resolve_run(args):
-    """Validate every name and override before any data is loaded."""
-    from bench.datasets import DATASETS
-    from bench.methods import (METHODS, create_method, method_params,
-                               training_methods)
-
-    seeds = parse_seeds(args.seeds)
-    base = get_profile(args.profile)
-    datasets = expand_names(args.dataset, DATASETS.names(), "dataset", DATASETS)
-    backbones = None
-    if args.backbone is not None:
-        from bench.train.backbones import canonical_backbone
-
-        backbones = [canonical_backbone(b) for b in
-                     expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES,
-                                  aliases={"all": list(PAPER_BACKBONES),
-                                           "paper": list(PAPER_BACKBONES)})]
-    names = expand_names(args.method, training_methods(), "method", METHODS,
-                         aliases={"paper": list(PAPER_METHODS)})
-    raw = parse_set(args.overrides)
-    owned = {name: field_types(method_params(name)) for name in names}
-    train_keys = field_types(base)
-    valid = set(train_keys).union(*owned.values())
-    for key in raw:
-        if key not in valid:
-            raise unknown_key(key, names, sorted(valid))
-    cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
-    cfg = _initial_weights(cfg, args)
-    check_choices(cfg)  # a bad choice fails here, not once per run
-    preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
-    per_method = {n: {k: v for k, v in {**preset, **raw}.items() if k in owned[n]}
-                  for n in names}
-    methods = [create_method(n, per_method[n]) for n in names]
-    return seeds, methods, cfg, datasets, backbones, per_method
-
-
-def check_run_flags(args) -> None:
-    """Flags that need no data: refused before any grid is built or written."""
-    from bench.core.device import check_device
-
-    if args.json and not args.dry_run:
-        # a real run prints tables and a summary; JSON lines describe the plan only
-        raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
-                         "(nothing is trained) or drop --json")
-    if args.device is not None:
-        check_device(args.device, indexed=True)
-    if args.weights is not None and not args.weights.strip():
-        raise BenchError("--weights '': empty path; give a .safetensors file or a torch state "
-                         "dict, or drop --weights")
-
-
-def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
-    """An unknown --set key; when other methods have it, name them."""
-    from bench.methods import method_params, training_methods
-
-    owners = [m for m in training_methods()
-              if key in {f.name for f in dataclasses.fields(method_params(m))}]
-    if owners:
-        return BenchError(f"--set {key}: not a key of {', '.join(names)}; it belongs to "
-                          f"{', '.join(owners)} (add one of them to --method, or drop it)")
-    return choices_error("--set key", key, valid)
-
-
-def _initial_weights(cfg: TrainConfig, args) -> TrainConfig:
-    """--pretrained / --no-pretrained over the profile's default; --weights
-    implies weights. The grid drops a profile default for smallcnn."""
-    pretrained, weights = getattr(args, "pretrained", None), getattr(args, "weights", None)
-    if pretrained is False and weights:
-        raise BenchError(f"--weights {weights} and --no-pretrained contradict each "
-                         "other; give one (--weights: that file, --no-pretrained: from scratch)")
-    if pretrained is not None:
-        cfg = dataclasses.replace(cfg, pretrained=pretrained)
-    return dataclasses.replace(cfg, pretrained=True) if weights else cfg
-
-
 def run(args) -> int:
-    from bench.sweep.run import exit_code, run_sweep, summary_text
+    from bench.sweep.run import exit_code, summary_text
 
-    check_run_flags(args)
-    check_data_paths(args)
-    check_options(args)
-    store.require_writable_dir(args.results, "--results")
-    seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
-    specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
-                                     args.results, args.data_root, args.device, args.force,
-                                     load_options(args), getattr(args, "weights", None),
-                                     dry_run=args.dry_run,
-                                     pretrained_asked=bool(args.pretrained or args.weights))
-    if args.dry_run:
+    opts = RunOptions.from_namespace(args)
+    grid = plan(opts)
+    specs, experiments, datasets = grid.specs, grid.experiments, grid.datasets
+    if opts.dry_run:
         from bench.sweep.dryrun import dry_run_table, protocol_json, protocol_table, protocols
 
         rows = protocols(specs, experiments)
-        print(protocol_json(rows) if args.json
+        print(protocol_json(rows) if opts.json
               else f"{dry_run_table(rows)}\n\n{protocol_table(rows)}")
-        if args.executor == "slurm" and not args.json:
+        if opts.executor == "slurm" and not opts.json:
             from bench.sweep.dryrun import sbatch_text
 
-            print(f"\n{sbatch_text(rows, args)}")
+            print(f"\n{sbatch_text(rows, opts)}")
         return 0
-    outcomes = run_sweep(specs, args, progress=not args.no_progress)
+    outcomes = execute(grid, opts, progress=not opts.no_progress)
     complete = {o["record"] for o in outcomes if o["status"] in ("done", "skipped")}
     for dataset in datasets:
         groups = [(experiments[s.chash], s.record) for s in specs
@@ -245,6 +165,6 @@ def run(args) -> int:
                 print(f"\n{dataset}:")
             print(summary_table(groups))
     print(summary_text(outcomes))
-    print(f"records in {args.results}/; per-run logs in <record>/../_sweep/seed<k>.log")
+    print(f"records in {opts.results}/; per-run logs in <record>/../_sweep/seed<k>.log"
+          + ("; TensorBoard event files in <record>/tensorboard/" if opts.tensorboard else ""))
     return exit_code(outcomes)
-

@@ -50,24 +50,10 @@ def add_parser(sub) -> None:
 
 
 def check_data_paths(args) -> None:
-    """A data root or cache folder that is a file fails here in one line, before
-    an adapter tries to read or download into it."""
-    import os
-    from pathlib import Path
+    """A data root or cache folder that is a file fails in one line (bench.sweep.plan)."""
+    from bench.sweep.plan import check_data_paths as check
 
-    from bench.core.errors import BenchError
-    from bench.datasets.cache import check_cache_dir
-
-    roots = [("--data-root", args.data_root),
-             ("BENCH_DATA_ROOT", os.environ.get("BENCH_DATA_ROOT"))]
-    for name, root in roots:
-        if root and Path(root).exists() and not Path(root).is_dir():
-            raise BenchError(f"{name} {root} is a file; give the folder that holds the "
-                             "dataset's files")
-    for cache in (os.environ.get("BENCH_CACHE_DIR"),
-                  parse_data_opts(args.data_opts).get("cache")):
-        if cache:
-            check_cache_dir(cache)
+    check(args.data_root, args.data_opts)
 
 
 # ------------------------------------------------------------------ check --

@@ -1,0 +1,84 @@
+"""Every option of a grid of runs as one frozen dataclass, `RunOptions`:
+what `bench run` parses and what `bench.api.run` takes as keyword arguments,
+so both reach the same code (bench.sweep.plan) with the same checks.
+
+Field names are the `bench run` option names (`--jobs-per-gpu` ->
+`jobs_per_gpu`), so executors and checks read them as they read the parsed
+command line; repeatable options are tuples of KEY=VALUE strings.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The grid (names, seeds, profile, --set), data, weights, output, executor."""
+
+    method: str = "sl1h"
+    dataset: str = "digits"
+    backbone: str | None = None
+    seeds: str = "5"
+    profile: str = "paper"
+    overrides: tuple = ()  # --set KEY=VALUE
+    results: str = "results"
+    data_root: str | None = None
+    data_opts: tuple = ()  # --data-opt KEY=VALUE
+    download: bool = False
+    pretrained: bool | None = None
+    weights: str | None = None
+    device: str | None = None
+    force: bool = False
+    no_progress: bool = False
+    dry_run: bool = False
+    json: bool = False
+    tensorboard: bool = False  # output only: never part of a config hash
+    plugin: tuple = ()  # --plugin MODULE
+    # executors (bench.sweep.executors.add_options)
+    executor: str = "local"
+    jobs: int | None = None
+    jobs_per_gpu: int = 1
+    fuse: str | None = None
+    fuse_max: int | None = None
+    partition: str | None = None
+    time: int = 120
+    gpus_per_job: int | None = None
+    cpus_per_job: int | None = None
+    array_parallelism: int = 16
+    slurm_folder: str | None = None
+    submitit_cluster: str = "slurm"
+
+    @classmethod
+    def from_namespace(cls, args) -> "RunOptions":
+        """The options of a parsed `bench run` (lists become tuples)."""
+        values = {}
+        for f in dataclasses.fields(cls):
+            if hasattr(args, f.name):
+                value = getattr(args, f.name)
+                values[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
+
+
+def names_text(value) -> str:
+    """'a,b' or ['a', 'b'] -> 'a,b' (the comma list `bench run` takes)."""
+    if value is None or isinstance(value, str):
+        return value
+    return ",".join(str(v) for v in value)
+
+
+def seeds_text(value) -> str:
+    """5 -> '5' (seeds 0..4); [0, 3] -> '0,3'; '2-4' stays."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return names_text(value)
+
+
+def pairs(mapping) -> tuple:
+    """{'lr': 0.1, 'nesterov': True} -> ('lr=0.1', 'nesterov=true') (--set strings)."""
+    if mapping is None:
+        return ()
+    if isinstance(mapping, (list, tuple)):  # already KEY=VALUE strings
+        return tuple(mapping)
+    return tuple(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                 for k, v in mapping.items())

@@ -1,0 +1,162 @@
+"""From options to a grid, and the grid through an executor: the one code
+path of `bench run` and `bench.api.run`.
+
+`plan(opts)` checks every flag, name and `--set` value (one BenchError line
+each, before anything is written), resolves the profile and builds the specs;
+`execute(grid, opts)` trains what is missing and, with `tensorboard`, writes
+TensorBoard event files beside every finished record. `opts` is a
+bench.sweep.options.RunOptions.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from bench.core import store
+from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides,
+                               check_choices, field_types, get_profile, parse_data_opts,
+                               parse_set)
+from bench.core.errors import BenchError, choices_error
+from bench.core.seeds import parse_seeds
+from bench.sweep.executors import check_options
+from bench.core.paper import PAPER_BACKBONES, PAPER_METHODS
+from bench.core.registry import expand_names
+from bench.sweep.grid import build_specs, load_options
+from bench.train.backbones import BACKBONES
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The runs of one `bench run`: specs in order, {config hash: Experiment}."""
+
+    specs: list
+    experiments: dict
+    datasets: list
+
+
+def plan(opts) -> Grid:
+    """Every check, then the grid (nothing trained or written but --results)."""
+    check_run_flags(opts)
+    check_data_paths(opts.data_root, opts.data_opts)
+    check_options(opts)
+    store.require_writable_dir(opts.results, "--results")
+    seeds, methods, cfg, datasets, backbones, per_method = resolve_run(opts)
+    specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
+                                     opts.results, opts.data_root, opts.device, opts.force,
+                                     load_options(opts), opts.weights,
+                                     dry_run=opts.dry_run,
+                                     pretrained_asked=bool(opts.pretrained or opts.weights))
+    return Grid(specs, experiments, datasets)
+
+
+def execute(grid: Grid, opts, progress: bool = True) -> list[dict]:
+    """Train the grid's missing runs; one outcome per spec (bench.sweep.run)."""
+    from bench.sweep.run import run_sweep
+
+    outcomes = run_sweep(grid.specs, opts, progress=progress)
+    if opts.tensorboard:
+        from bench.sweep.tensorboard import write_events
+
+        for o in outcomes:
+            if o["status"] in ("done", "skipped"):
+                write_events(o["record"])
+    return outcomes
+
+
+def resolve_run(args):
+    """Validate every name and override before any data is loaded."""
+    from bench.datasets import DATASETS
+    from bench.methods import METHODS, create_method, method_params, training_methods
+
+    seeds = parse_seeds(args.seeds)
+    base = get_profile(args.profile)
+    datasets = expand_names(args.dataset, DATASETS.names(), "dataset", DATASETS)
+    backbones = None
+    if args.backbone is not None:
+        from bench.train.backbones import canonical_backbone
+
+        backbones = [canonical_backbone(b) for b in
+                     expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES,
+                                  aliases={"all": list(PAPER_BACKBONES),
+                                           "paper": list(PAPER_BACKBONES)})]
+    names = expand_names(args.method, training_methods(), "method", METHODS,
+                         aliases={"paper": list(PAPER_METHODS)})
+    raw = parse_set(args.overrides)
+    owned = {name: field_types(method_params(name)) for name in names}
+    train_keys = field_types(base)
+    valid = set(train_keys).union(*owned.values())
+    for key in raw:
+        if key not in valid:
+            raise unknown_key(key, names, sorted(valid))
+    cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
+    cfg = _initial_weights(cfg, args)
+    check_choices(cfg)  # a bad choice fails here, not once per run
+    preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
+    per_method = {n: {k: v for k, v in {**preset, **raw}.items() if k in owned[n]}
+                  for n in names}
+    methods = [create_method(n, per_method[n]) for n in names]
+    return seeds, methods, cfg, datasets, backbones, per_method
+
+
+def check_run_flags(args) -> None:
+    """Flags that need no data: refused before any grid is built or written."""
+    from bench.core.device import check_device
+
+    if args.json and not args.dry_run:
+        # a real run prints tables and a summary; JSON lines describe the plan only
+        raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
+                         "(nothing is trained) or drop --json")
+    if getattr(args, "tensorboard", False):
+        import importlib.util
+
+        if importlib.util.find_spec("tensorboard") is None:
+            raise BenchError("--tensorboard needs the tensorboard package: pip install "
+                             "tensorboard (or mhml-bench[extra]), or drop --tensorboard")
+    if args.device is not None:
+        check_device(args.device, indexed=True)
+    if args.weights is not None and not args.weights.strip():
+        raise BenchError("--weights '': empty path; give a .safetensors file or a torch state "
+                         "dict, or drop --weights")
+
+
+def check_data_paths(data_root, data_opts) -> None:
+    """A data root or cache folder that is a file fails here in one line, before
+    an adapter tries to read or download into it."""
+    import os
+    from pathlib import Path
+
+    from bench.datasets.cache import check_cache_dir
+
+    roots = [("--data-root", data_root),
+             ("BENCH_DATA_ROOT", os.environ.get("BENCH_DATA_ROOT"))]
+    for name, root in roots:
+        if root and Path(root).exists() and not Path(root).is_dir():
+            raise BenchError(f"{name} {root} is a file; give the folder that holds the "
+                             "dataset's files")
+    for cache in (os.environ.get("BENCH_CACHE_DIR"), parse_data_opts(data_opts).get("cache")):
+        if cache:
+            check_cache_dir(cache)
+
+
+def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
+    """An unknown --set key; when other methods have it, name them."""
+    from bench.methods import method_params, training_methods
+
+    owners = [m for m in training_methods()
+              if key in {f.name for f in dataclasses.fields(method_params(m))}]
+    if owners:
+        return BenchError(f"--set {key}: not a key of {', '.join(names)}; it belongs to "
+                          f"{', '.join(owners)} (add one of them to --method, or drop it)")
+    return choices_error("--set key", key, valid)
+
+
+def _initial_weights(cfg: TrainConfig, args) -> TrainConfig:
+    """--pretrained / --no-pretrained over the profile's default; --weights
+    implies weights. The grid drops a profile default for smallcnn."""
+    pretrained, weights = getattr(args, "pretrained", None), getattr(args, "weights", None)
+    if pretrained is False and weights:
+        raise BenchError(f"--weights {weights} and --no-pretrained contradict each "
+                         "other; give one (--weights: that file, --no-pretrained: from scratch)")
+    if pretrained is not None:
+        cfg = dataclasses.replace(cfg, pretrained=pretrained)
+    return dataclasses.replace(cfg, pretrained=True) if weights else cfg
