@@ -194,9 +194,15 @@ def test_signalled_task_checkpoints_requeues_and_resumes(tmp_path):
     subprocess.run(["scancel", "--signal=USR2", job], check=True)
     # Slurm holds a requeued job back (BeginTime, ~2 minutes); release it now
     wait_for(lambda: "BeginTime" in _reason(job), timeout=120)
-    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
     log = runstate.log_path(spec.record)
-    wait_for(lambda: log.read_text().count("start ") == 2, timeout=240)  # requeued, restarted
+
+    def restarted() -> bool:
+        # the requeue may set BeginTime again after a first release: release until it runs
+        if "BeginTime" in _reason(job):
+            subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"])
+        return log.read_text().count("start ") == 2
+
+    wait_for(restarted, timeout=240, every=0.5)  # requeued, restarted
     (gate / "open").touch()
     out, err = sweep.communicate(timeout=300)
     assert sweep.returncode == 0, err
