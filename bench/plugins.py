@@ -12,7 +12,9 @@ A module doing this becomes a plugin through an entry point in the group
 command and every worker process import it before resolving a name.
 docs/methods.md ("Your own method") walks through one from an empty folder.
 """
-from bench.core.config import Range, ge, gt  # hyper-parameter ranges (a Params class's KEYS)
+# a Params field declared with its meaning and allowed values: setting(default,
+# "meaning", range=ge(0)) (a `KEYS` table of (Range, meaning) is read too)
+from bench.core.settings import Range, ge, gt, setting
 from bench.core.errors import BenchError
 from bench.core.plugins import ENV, GROUP, load
 from bench.datasets.base import DATASETS, DatasetBundle, Split
@@ -25,4 +27,4 @@ register_backbone = BACKBONES.register
 
 __all__ = ["register_method", "register_dataset", "register_backbone", "Method",
            "DatasetBundle", "Split", "Backbone", "BenchError", "load", "GROUP", "ENV",
-           "Range", "ge", "gt"]
+           "Range", "ge", "gt", "setting"]

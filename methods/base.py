@@ -7,13 +7,13 @@ have no say in evaluation.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from bench.core.config import apply_overrides, check_ranges
+from bench.core.config import apply_overrides
+from bench.core.settings import hashed, validate
 from bench.core.registry import Registry
 
 METHODS = Registry("method")
@@ -44,10 +44,11 @@ class Method:
         self.check_params()
 
     def check_params(self) -> None:
-        """Raise a one-line BenchError for an out-of-range hyper-parameter
-        (called on construction, so a bad --set fails before any training).
-        Ranges are declared in the Params class's `KEYS` table."""
-        check_ranges(self.params)
+        """Raise a one-line BenchError for a hyper-parameter outside its declared
+        range or choices (called on construction, so a bad --set fails before
+        any training). Each Params field declares them with
+        bench.core.settings.setting."""
+        validate(self.params, self.name)
 
     @property
     def heads(self) -> int:
@@ -76,14 +77,16 @@ class Method:
         raise NotImplementedError
 
     def params_dict(self) -> dict:
-        return dataclasses.asdict(self.params)
+        """The parameters the config hash sees (all, unless declared in_hash=False)."""
+        return hashed(self.params)
 
 
 def create_method(name: str, overrides: dict | None = None) -> Method:
     """Build a registered method, applying type-checked --set overrides."""
     method = METHODS.get(name)()
     if overrides:
-        method = type(method)(method.name, apply_overrides(method.params, overrides))
+        params = apply_overrides(method.params, overrides, method.name)
+        method = type(method)(method.name, params)
     return method
 
 

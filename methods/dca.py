@@ -4,19 +4,18 @@ loss = CE(z, y) + beta * |mean_n max_k p_nk - mean_n [argmax_k p_nk == y_n]|.
 Accuracy is piecewise constant, so the gradient flows through the confidences.
 """
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch.nn.functional as F
 
-from bench.core.config import ge
+from bench.core.settings import ge, setting
 
 from .base import METHODS, Method
 
 
 @dataclass(frozen=True)
 class DCAParams:
-    beta: float = 5.0  # the paper's value (docs/fidelity.md); the CE term has weight 1
-    KEYS: ClassVar[dict] = {"beta": (ge(0), "dca: weight of |mean confidence - accuracy|")}
+    # the paper's value (docs/fidelity.md); the CE term has weight 1
+    beta: float = setting(5.0, "dca: weight of |mean confidence - accuracy|", range=ge(0))
 
 
 def dca_penalty(z, y):

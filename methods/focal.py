@@ -5,32 +5,29 @@ FL = mean_n -(1 - p_y)^gamma log p_y. FLSD-53 picks gamma per sample:
 5 when p_y < 0.2, else 3 (chosen on detached p_y, as Mukhoti et al.).
 """
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 
-from bench.core.config import Range, ge
+from bench.core.settings import Range, ge, setting
 
 from .base import METHODS, Method
 
 
 @dataclass(frozen=True)
 class FocalParams:
-    gamma: float = 3.0  # focal exponent (released code's FL baseline)
-    KEYS: ClassVar[dict] = {"gamma": (ge(0), "focal: exponent of (1 - p_y)")}
+    # the released code's FL baseline
+    gamma: float = setting(3.0, "focal: exponent of (1 - p_y)", range=ge(0))
 
 
 @dataclass(frozen=True)
 class AdaptiveFocalParams:
-    gamma_low: float = 5.0  # used when p_y < threshold (FLSD-53: 5 ...
-    gamma_high: float = 3.0  # ... else 3), Mukhoti et al. 2020 §5
-    threshold: float = 0.2
-    KEYS: ClassVar[dict] = {
-        "gamma_low": (ge(0), "flsd53: focal exponent when p_y < threshold"),
-        "gamma_high": (ge(0), "flsd53: focal exponent otherwise"),
-        "threshold": (Range(0, 1), "flsd53: p_y where the exponent switches"),
-    }
+    # FLSD-53: 5 when p_y < 0.2, else 3 (Mukhoti et al. 2020 §5)
+    gamma_low: float = setting(5.0, "flsd53: focal exponent when p_y < threshold",
+                               range=ge(0))
+    gamma_high: float = setting(3.0, "flsd53: focal exponent otherwise", range=ge(0))
+    threshold: float = setting(0.2, "flsd53: p_y where the exponent switches",
+                               range=Range(0, 1))
 
 
 def focal_loss(z, y, gamma):

@@ -4,19 +4,18 @@ Target q = (1 - eps) * onehot(y) + eps / K; loss = mean_n -sum_k q_k log p_k,
 i.e. PyTorch's `label_smoothing` argument.
 """
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch.nn.functional as F
 
-from bench.core.config import Range
+from bench.core.settings import Range, setting
 
 from .base import METHODS, Method
 
 
 @dataclass(frozen=True)
 class LSParams:
-    epsilon: float = 0.05  # the paper's runs (docs/fidelity.md; released code default 0.1)
-    KEYS: ClassVar[dict] = {"epsilon": (Range(0, 1), "ls: label smoothing epsilon")}
+    # the paper's runs (docs/fidelity.md; released code default 0.1)
+    epsilon: float = setting(0.05, "ls: label smoothing epsilon", range=Range(0, 1))
 
 
 class LabelSmoothing(Method):

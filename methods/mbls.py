@@ -4,21 +4,19 @@ loss = CE(z, y) + alpha * mean_{n,k} relu(max_j z_nj - z_nk - margin),
 the mean taken over every (sample, class) entry, as the authors' LogitMarginL1.
 """
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch.nn.functional as F
 
-from bench.core.config import ge
+from bench.core.settings import ge, setting
 
 from .base import METHODS, Method
 
 
 @dataclass(frozen=True)
 class MbLSParams:
-    margin: float = 6.0  # the paper's value (docs/fidelity.md; released code default 10)
-    alpha: float = 0.1  # weight of the margin penalty
-    KEYS: ClassVar[dict] = {"margin": (ge(0), "mbls: logit-distance margin"),
-                            "alpha": (ge(0), "mbls: weight of the margin penalty")}
+    # the paper's value (docs/fidelity.md; released code default 10)
+    margin: float = setting(6.0, "mbls: logit-distance margin", range=ge(0))
+    alpha: float = setting(0.1, "mbls: weight of the margin penalty", range=ge(0))
 
 
 def margin_penalty(z, margin: float):

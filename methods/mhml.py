@@ -19,33 +19,19 @@ import math
 import random
 import re
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bench.core.config import ge
-from bench.core.errors import BenchError, choices_error
+from bench.core.errors import BenchError
+from bench.core.settings import ge, setting
 from bench.core.transfer import h2d
 
 from .base import METHODS, Method
 
 # `3hml`, `8hml`, `3hsl`: a fixed number of heads in the name.
 PATTERN = re.compile(r"(\d+)h(ml|sl)")
-
-
-@dataclass(frozen=True)
-class MultiHeadParams:
-    heads: int = 4  # M; 4 heads is the paper's best model (4HML, Tables 1-2)
-    # "released" (authors' code, made the published numbers) | "paper" (eq. 2); docs/fidelity.md
-    mh_loss: str = "released"
-    class_groups: str = "python"  # "python" (released code) | "numpy": the shuffle (docs/fidelity.md)
-    KEYS: ClassVar[dict] = {
-        "heads": (ge(1), "multi-head: number of heads M (<= classes)"),
-        "mh_loss": (None, "multi-head loss: released (authors' code) | paper (eq. 2)"),
-        "class_groups": (None, "multi-head class-group shuffle: python (released) | numpy"),
-    }
 
 
 # ------------------------------------------------------------------ weights --
@@ -112,6 +98,18 @@ def released_loss(logits, y, weights):
 MH_LOSSES = {"paper": paper_loss, "released": released_loss}
 
 
+@dataclass(frozen=True)
+class MultiHeadParams:
+    # 4 heads is the paper's best model (4HML, Tables 1-2)
+    heads: int = setting(4, "multi-head: number of heads M (<= classes)", range=ge(1))
+    # "released" made the published numbers; docs/fidelity.md
+    mh_loss: str = setting("released", "multi-head loss: released (authors' code) | paper (eq. 2)",
+                           choices=tuple(MH_LOSSES))
+    # the shuffle that draws each head's classes (docs/fidelity.md)
+    class_groups: str = setting("python", "multi-head class-group shuffle: python (released) | "
+                                "numpy", choices=tuple(CLASS_GROUPS))
+
+
 # ------------------------------------------------------------------- method --
 class MultiHead(Method):
     """M heads with per-head weighted CE (multi-loss) or plain CE (single-loss)."""
@@ -122,12 +120,8 @@ class MultiHead(Method):
     weights = None  # [M, K] class weights, drawn by setup()
 
     def check_params(self):
-        super().check_params()
+        super().check_params()  # heads, mh_loss and class_groups as declared
         name, p = self.name, self.params
-        if p.mh_loss not in MH_LOSSES:
-            raise choices_error(f"{name} mh_loss", p.mh_loss, MH_LOSSES)
-        if p.class_groups not in CLASS_GROUPS:
-            raise choices_error(f"{name} class_groups", p.class_groups, CLASS_GROUPS)
         fixed = PATTERN.fullmatch(name)
         if fixed and int(fixed.group(1)) != p.heads:
             raise BenchError(f"{name} has {fixed.group(1)} heads, not heads={p.heads}; "

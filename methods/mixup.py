@@ -5,13 +5,12 @@ convex mix of the two CE terms: lam CE(z, y) + (1 - lam) CE(z, y[perm]).
 alpha = 0 means no mixing (lam = 1), as in the released code.
 """
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bench.core.config import ge
+from bench.core.settings import ge, setting
 from bench.core.transfer import h2d
 
 from .base import METHODS, Method
@@ -19,8 +18,8 @@ from .base import METHODS, Method
 
 @dataclass(frozen=True)
 class MixupParams:
-    alpha: float = 0.2  # Beta(0.2, 0.2), the paper's value (docs/fidelity.md; released code default 0.4)
-    KEYS: ClassVar[dict] = {"alpha": (ge(0), "mixup: Beta(alpha, alpha) mixing; 0 = no mixing")}
+    # Beta(0.2, 0.2), the paper's value (docs/fidelity.md; released code default 0.4)
+    alpha: float = setting(0.2, "mixup: Beta(alpha, alpha) mixing; 0 = no mixing", range=ge(0))
 
 
 def draw_lambda(alpha: float, gen: torch.Generator) -> float:

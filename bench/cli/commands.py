@@ -8,8 +8,8 @@ from tabulate import tabulate
 
 from bench.core.paper import PAPER_BACKBONES, PAPER_METHODS
 from bench.train.backbones import BACKBONES
-from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
-                               field_types, key_table)
+from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
+from bench.core.settings import specs
 from bench.cli.data import add_data_options
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.options import RunOptions
@@ -94,7 +94,8 @@ DERIVED = [("dens", "D-Ens: deep ensemble, mean probabilities of the sl1h seeds 
 
 
 def keys_table() -> str:
-    """Every --set key: training keys (paper profile defaults), then method keys."""
+    """Every --set key: training keys (paper profile defaults), then method keys,
+    each as its dataclass field declares it (bench.core.settings)."""
     from bench.methods import method_params, training_methods
 
     rows = [_key_row(PROFILES["paper"], f, "all") for f in dataclasses.fields(TrainConfig)]
@@ -103,27 +104,19 @@ def keys_table() -> str:
         params = method_params(name)
         for f in dataclasses.fields(params):
             row = _key_row(params, f, "")
-            seen.setdefault(tuple(row[:5]), []).append(name)
+            seen.setdefault(tuple(row[:6]), []).append(name)
     rows += [[*row, ", ".join(names)] for row, names in seen.items()]
-    return tabulate(rows, headers=["key", "type", "default", "range", "meaning", "methods"],
-                    tablefmt="simple")
+    return tabulate(rows, headers=["key", "type", "default", "range", "hash", "meaning",
+                                   "methods"], tablefmt="simple")
 
 
 def _key_row(obj, f, methods: str) -> list:
-    rng, meaning = key_table(obj).get(f.name, (None, ""))
+    """key, type, default, what it accepts, whether the config hash sees it, meaning."""
+    spec = specs(obj)[f.name]
     kind = field_types(obj)[f.name].__name__
-    allowed = rng.text() if rng else ("true | false" if kind == "bool"
-                                      else " | ".join(_choices(obj, f.name)) or "-")
-    row = [f.name, kind, getattr(obj, f.name), allowed, meaning]
+    row = [f.name, kind, getattr(obj, f.name), spec.text(kind),
+           "yes" if spec.in_hash else "no", spec.help]
     return row + [methods] if methods else row
-
-
-def _choices(obj, name: str) -> tuple:
-    """The values a choice-valued key accepts (training protocol or multi-head)."""
-    if isinstance(obj, TrainConfig):
-        return CHOICES.get(name, ())
-    from bench.methods.mhml import CLASS_GROUPS, MH_LOSSES
-    return {"mh_loss": MH_LOSSES, "class_groups": CLASS_GROUPS}.get(name, ())
 
 
 def _profile_text(cfg: TrainConfig) -> str:

@@ -76,7 +76,8 @@ def check(args) -> int:
         bad = verify(paths, progress=not args.no_progress)
     else:
         bundle = DATASETS.get(args.dataset)(
-            data_root=args.data_root, image_size=0, **load_kwargs(args))
+            data_root=args.data_root, image_size=0,
+            **load_kwargs(args.download, not args.no_progress, args.data_opts))
         classes = bundle.classes
         labels = {s: bundle.split(s).labels for s in ("train", "val", "test")}
         published, bad, by_class = published_counts(args.dataset), [], {}

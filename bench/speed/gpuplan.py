@@ -34,7 +34,7 @@ from bench.core.device import check_device, default_device, device_name
 from bench.speed import projection as P
 from bench.core.paper import PAPER_BACKBONES
 from bench.train.backbones import BACKBONES, fit_size
-from bench.core.config import apply_overrides, check_choices, get_profile, parse_set
+from bench.core.config import apply_overrides, get_profile, parse_set, validate
 from bench.core.errors import BenchError, choices_error
 from bench.speed.gpuplan_report import render
 from bench.speed.steptime import Job, OutOfBudget, measure
@@ -89,7 +89,7 @@ def check(s: Settings) -> None:
         raise BenchError(f"--budget-s must be > 0, got {s.budget_s}")
     if s.threads < 0:
         raise BenchError(f"--threads must be >= 0 (0 = torch's default), got {s.threads}")
-    check_choices(base_config(s))  # unknown --set keys, profiles and choices fail here
+    validate(base_config(s))  # unknown --set keys, profiles and choices fail here
 
 
 # -------------------------------------------------------------------- plan --

@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from bench.core.device import check_device, default_device, device_name
 from bench.train.backbones import BACKBONES, build_model
-from bench.core.config import PROFILES, apply_overrides, check_choices, parse_set
+from bench.core.config import PROFILES, apply_overrides, parse_set, validate
 from bench.core.errors import BenchError
 from bench.methods.base import Method
 from bench.train.loop import normalise, predict_logits, sync, to_device_images, train
@@ -292,7 +292,7 @@ def pipelines(s: Settings) -> dict:
 def check(s: Settings) -> None:
     check_device(s.device)
     BACKBONES.get(s.backbone)  # one-line error for an unknown name
-    check_choices(harness_config(s))  # bad --set keys, types and choices fail before any work
+    validate(harness_config(s))  # bad --set keys, types and choices fail before any work
     for key in ("heads", "size", "steps", "repeats", "eval_images", "batch_size",
                 "eval_batch_size"):
         if getattr(s, key) < 1:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from bench.core import store
 from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides,
-                               check_choices, field_types, get_profile, parse_data_opts,
-                               parse_set)
+                               field_types, get_profile, parse_data_opts, parse_set,
+                               validate)
 from bench.core.errors import BenchError, choices_error
 from bench.core.seeds import parse_seeds
 from bench.sweep.executors import check_options
@@ -90,7 +90,7 @@ def resolve_run(args):
             raise unknown_key(key, names, sorted(valid))
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
     cfg = _initial_weights(cfg, args)
-    check_choices(cfg)  # a bad choice fails here, not once per run
+    validate(cfg)  # a bad value fails here, not once per run
     preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
     per_method = {n: {k: v for k, v in {**preset, **raw}.items() if k in owned[n]}
                   for n in names}

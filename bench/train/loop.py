@@ -24,7 +24,7 @@ import torch
 from tqdm import tqdm
 
 from bench.train.augment import augment_batch
-from bench.core.config import TrainConfig, check_choices
+from bench.core.config import TrainConfig, validate
 from bench.core.schedule import cosine_lr, steps_per_epoch
 from bench.core.errors import BenchError
 from bench.train.history import History
@@ -136,7 +136,7 @@ def check_finite(losses: list, first_step: int, cycle: int, epoch: int, lr: floa
 
 def prepare_model(model, cfg: TrainConfig, device: torch.device):
     """Move to the device; apply the speed-only switches. Returns (model, step_model)."""
-    check_choices(cfg)
+    validate(cfg)  # the config's one check, also for a caller that built it by hand
     set_backends(cfg, device)
     model.to(device)
     if cfg.channels_last:

@@ -9,7 +9,8 @@ import typing
 import pytest
 
 from bench.cli.main import main
-from bench.core.config import TRAIN_KEYS, TrainConfig, key_table
+from bench.core.config import TrainConfig
+from bench.core.settings import specs
 from bench.methods import METHODS, method_params
 
 QUICK = ["--profile", "quick", "--set", "cycles=1", "--set", "epochs_per_cycle=1",
@@ -57,18 +58,18 @@ def numeric_fields(obj):
 @pytest.mark.parametrize("name", ["train", *METHODS.names()])
 def test_point5_every_numeric_field_declares_a_range_and_meaning(name):
     obj = TrainConfig() if name == "train" else method_params(name)
-    table = key_table(obj)
+    table = specs(obj)
     for field in numeric_fields(obj):
-        rng, meaning = table[field]
-        assert rng is not None and meaning, field
-        assert rng.ok(getattr(obj, field)), f"default {field} outside its own range"
-    assert set(TRAIN_KEYS) == {f.name for f in dataclasses.fields(TrainConfig)}
+        spec = table[field]
+        assert spec.range is not None and spec.help, field
+        assert spec.ok(getattr(obj, field)), f"default {field} outside its own range"
+    assert all(spec.help for spec in table.values())
 
 
 def test_point5_range_edges_by_hand():
-    rng, _ = TRAIN_KEYS["momentum"]  # [0, 1)
+    rng = specs(TrainConfig)["momentum"].range  # [0, 1)
     assert [rng.ok(v) for v in (-0.1, 0.0, 0.9, 1.0)] == [False, True, True, False]
-    rng, _ = TRAIN_KEYS["lr"]  # (0, inf)
+    rng = specs(TrainConfig)["lr"].range  # (0, inf)
     assert [rng.ok(v) for v in (0.0, 1e-9, 1e9)] == [False, True, True]
 
 

@@ -93,42 +93,52 @@ BOUNDS = [("lr", 0.0, 1e-9), ("momentum", 1.0, 0.99), ("momentum", -0.1, 0.0),
 @pytest.mark.parametrize("key, bad, good", BOUNDS)
 def test_each_declared_range_rejects_the_bad_side(key, bad, good):
     base = C.PROFILES["paper"]
-    C.check_ranges(dataclasses.replace(base, **{key: good}))
+    C.validate(dataclasses.replace(base, **{key: good}))
     with pytest.raises(BenchError, match=rf"^--set {key}={bad}: must be "):
-        C.check_ranges(dataclasses.replace(base, **{key: bad}))
+        C.validate(dataclasses.replace(base, **{key: bad}))
 
 
-def test_every_field_has_a_key_row_and_numeric_ones_a_range():
-    fields = {f.name: f.type for f in dataclasses.fields(C.TrainConfig)}
-    assert set(C.TRAIN_KEYS) == set(fields)
+def test_every_field_declares_a_meaning_and_numeric_ones_a_range():
+    specs = C.specs(C.TrainConfig)
+    assert list(specs) == [f.name for f in dataclasses.fields(C.TrainConfig)]
     types = C.field_types(C.PROFILES["paper"])
-    for key, (rng, meaning) in C.TRAIN_KEYS.items():
+    for key, spec in specs.items():
         numeric = types[key] in (int, float)
-        assert (rng is not None) == numeric, key
-        assert len(meaning) > 10, key
-    assert C.key_table(C.PROFILES["paper"]) is C.TRAIN_KEYS
-    assert C.key_table(object()) == {}
+        assert (spec.range is not None) == numeric, key
+        assert (spec.choices is not None) == (types[key] is str), key
+        assert len(spec.help) > 10, key
+    assert {k for k, s in specs.items() if not s.in_hash} == C.NON_RESULT_FIELDS
 
 
 def test_choices_are_the_protocols_values():
-    assert C.CHOICES == {"size_rule": ("released", "uniform"),
-                         "backbone_impl": ("torchvision", "timm"),
-                         "imagenet_weights": ("released", "same"),
-                         "checkpoint_score": ("released", "mean_prob")}
+    static = {k: s.choices for k, s in C.specs(C.TrainConfig).items()
+              if isinstance(s.choices, tuple)}
+    assert static == {"size_rule": ("released", "uniform"),
+                      "backbone_impl": ("torchvision", "timm"),
+                      "imagenet_weights": ("released", "same"),
+                      "checkpoint_score": ("released", "mean_prob"),
+                      "augment_mode": ("batched", "per_image")}
     base = C.PROFILES["paper"]
-    C.check_choices(base)
-    for key, allowed in C.CHOICES.items():
+    C.validate(base)
+    for key, allowed in static.items():
         for value in allowed:
-            C.check_choices(dataclasses.replace(base, **{key: value}))
-        with pytest.raises(BenchError, match=key):
-            C.check_choices(dataclasses.replace(base, **{key: "other"}))
-    for rate in (-1.0, 0.0, 0.5):
-        C.check_choices(dataclasses.replace(base, drop_path=rate))
-    for rate in (-0.5, 1.0):
+            C.validate(dataclasses.replace(base, **{key: value}))
         with pytest.raises(BenchError) as err:
-            C.check_choices(dataclasses.replace(base, drop_path=rate))
-        assert str(err.value) == (f"drop_path={rate}: expected -1 (the implementation's "
-                                  "default) or a rate in [0, 1)")
+            C.validate(dataclasses.replace(base, **{key: "other"}))
+        assert str(err.value) == f"unknown {key} 'other'; choose from: {', '.join(allowed)}"
+    for rate in (-1.0, 0.0, 0.5, 0.99):
+        C.validate(dataclasses.replace(base, drop_path=rate))
+    for rate in (-1.5, -0.5, 1.0):
+        with pytest.raises(BenchError) as err:
+            C.validate(dataclasses.replace(base, drop_path=rate))
+        assert str(err.value) == (f"--set drop_path={rate}: must be -1 or >= 0 and < 1 "
+                                  "(stochastic-depth rate; -1 = the implementation's default, "
+                                  "else in [0, 1))")
+
+
+def test_every_profile_validates():
+    for name in C.PROFILES:
+        C.validate(C.get_profile(name))
 
 
 def test_parse_set_splits_on_the_first_equals_and_strips():
@@ -180,9 +190,8 @@ def test_result_fields_leave_out_exactly_the_speed_switches():
     assert all(got[k] == PAPER[k] for k in got)
 
 
-def test_load_kwargs_from_cli_options():
-    class Args:
-        download, no_progress, data_opts = True, True, ["a=1", "b=x"]
-
-    assert C.load_kwargs(Args()) == {"download": True, "progress": False, "a": "1", "b": "x"}
-    assert C.load_kwargs(object()) == {"download": False, "progress": True}
+def test_load_kwargs_from_plain_values():
+    assert C.load_kwargs(True, False, ["a=1", "b=x"]) == {"download": True, "progress": False,
+                                                         "a": "1", "b": "x"}
+    assert C.load_kwargs(data_opts=("a=2",)) == {"download": False, "progress": True, "a": "2"}
+    assert C.load_kwargs() == {"download": False, "progress": True}

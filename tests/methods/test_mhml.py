@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from bench.core.errors import BenchError
+from bench.core.settings import specs
 from bench.methods import create_method
 from bench.methods.mhml import class_weights, mean_prob_ce, weighted_head_ce
 
@@ -251,7 +252,7 @@ def test_params_defaults_keys_and_ranges():
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.heads = 3
     # every parameter has a key row (bench list --keys, range checks), heads >= 1
-    assert set(MultiHeadParams.KEYS) == {f.name for f in dataclasses.fields(MultiHeadParams)}
+    assert all(spec.help for spec in specs(MultiHeadParams).values())
     with pytest.raises(BenchError, match=r"^--set heads=0: must be >= 1"):
         create_method("mhml", {"heads": "0"})
     assert create_method("mhml", {"heads": "1"}).heads == 1
