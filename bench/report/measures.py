@@ -12,14 +12,12 @@ that changes is recomputed and nothing is ever retrained.
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pandas as pd
 
 from bench.core import calibration_measures as C
-from bench.core import store
+from bench.core import files, store
 from bench.core.calibration import ensemble_probs, fit_temperature, scaled_probs
 from bench.core.metrics import head_probs
 from bench.core.paper import TS_VARIANTS, Variant
@@ -74,11 +72,9 @@ class Cache:
 
     def __init__(self, file: Path | None):
         self.file, self.entries = file, {}
-        if file is not None and Path(file).is_file():
-            try:
-                self.entries = json.loads(Path(file).read_text()).get("entries", {})
-            except (OSError, ValueError, AttributeError):
-                self.entries = {}
+        if file is not None:
+            saved = files.read_json(file, default={})
+            self.entries = saved.get("entries", {}) if isinstance(saved, dict) else {}
         self.used: dict = {}
 
     def get(self, name: str, key: str, compute, need=()) -> dict:
@@ -92,11 +88,8 @@ class Cache:
         """Write the entries used this time (stale ones are dropped)."""
         if self.file is None:
             return None
-        Path(self.file).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(self.file).with_suffix(".tmp")
-        tmp.write_text(json.dumps({"version": VERSION, "entries": self.used}))
-        os.replace(tmp, self.file)
-        return Path(self.file)
+        return files.write_json(self.file, {"version": VERSION, "entries": self.used},
+                                indent=None, sort_keys=False, default=None)
 
 
 def run_measures(cache: Cache, path: Path, with_ts: bool) -> dict:
