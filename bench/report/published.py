@@ -83,7 +83,7 @@ def parse_table(label: str, body: str) -> list[dict]:
         if not m or "&" not in m.group(2):
             continue
         name, cells = m.group(1), m.group(2).split("&")[1:]
-        if name == "+TS":
+        if name == Variant.TS.label:  # the printed +TS row
             method, variant = previous["method"], Variant.TS.column
         else:
             method = PRINTED_METHODS[name]
