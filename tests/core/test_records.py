@@ -223,13 +223,13 @@ def hang():
     marker.touch()
     time.sleep(300)
 if stage == "metrics":
-    write = store._write_json
-    def slow(p, obj):
+    write = store.write_json
+    def slow(p, obj, **kw):
         if p.name == "metrics.json":
             p.write_text('{"status": "do')  # half of the completion mark is on disk
             hang()
-        write(p, obj)
-    store._write_json = slow
+        write(p, obj, **kw)
+    store.write_json = slow
 else:
     store._replace_dir = lambda new, target: hang()
 store.write_record(path, {"a": 2}, {"x": 2}, {"v": np.arange(1000)})
