@@ -45,8 +45,8 @@ def write_json(path, obj: Any, *, indent: int | None = 2, sort_keys: bool = True
                default: Callable | None = str, durable: bool = False) -> Path:
     """`obj` as JSON (json.dumps with these arguments), atomically
     (write_atomic). indent=None writes one compact line."""
-    text = json.dumps(obj, indent=indent, sort_keys=sort_keys, default=default)
-    return write_atomic(path, lambda f: f.write(text), durable=durable)
+    return write_atomic(path, lambda f: json.dump(obj, f, indent=indent, sort_keys=sort_keys,
+                                                  default=default), durable=durable)
 
 
 def read_json(path, default: Any = _RAISE) -> Any:
