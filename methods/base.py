@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from bench.core.config import apply_overrides
+from bench.core.paper import METHOD_NAMES
 from bench.core.settings import hashed, validate
 from bench.core.registry import Registry
 
@@ -32,9 +33,10 @@ class Method:
     # --im_size default), capped at the dataset's size; 0 = the dataset's size.
     # Used by size_rule=released only (docs/fidelity.md, training image size).
     released_train_size = 0
-    # How reports show the method: its display name (default: the registered
-    # name in capitals) and its table section, "baseline" or "multi-head"
-    # (default: by its number of heads).
+    # How reports show the method: its display name (default: the paper's
+    # name for a method of the paper, bench.core.paper.METHOD_NAMES, else the
+    # registered name in capitals) and its table section, "baseline" or
+    # "multi-head" (default: by its number of heads).
     display_name = ""
     section = ""
 
@@ -56,7 +58,7 @@ class Method:
 
     def display(self) -> str:
         """The method's name in report tables."""
-        return self.display_name or self.name.upper()
+        return self.display_name or METHOD_NAMES.get(self.name) or self.name.upper()
 
     def table_section(self) -> str:
         """'baseline' (single-head rows) or 'multi-head' (after D-Ens)."""

@@ -25,7 +25,6 @@ def dca_penalty(z, y):
 
 
 class DCA(Method):
-    display_name = "DCA"
     Params = DCAParams
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 

@@ -19,7 +19,6 @@ class LSParams:
 
 
 class LabelSmoothing(Method):
-    display_name = "LS"
     Params = LSParams
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 

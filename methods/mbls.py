@@ -26,7 +26,6 @@ def margin_penalty(z, margin: float):
 
 
 class MarginLabelSmoothing(Method):
-    display_name = "MbLS"
     Params = MbLSParams
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 

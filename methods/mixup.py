@@ -33,7 +33,6 @@ def draw_lambda(alpha: float, gen: torch.Generator) -> float:
 
 
 class Mixup(Method):
-    display_name = "MixUp"
     Params = MixupParams
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 

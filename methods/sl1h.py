@@ -5,8 +5,6 @@ from .base import METHODS, Method
 
 
 class CrossEntropy(Method):
-    display_name = "SL1H"
-
     def loss(self, logits, target):
         return F.cross_entropy(logits[:, 0], target)
 

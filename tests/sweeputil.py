@@ -7,7 +7,7 @@ import time
 
 from bench.core import store
 from bench.cli.main import build_parser
-from bench.cli.commands import resolve_run
+from bench.sweep.plan import resolve_run
 from bench.sweep.grid import build_specs
 
 TINY = ["--set", "cycles=1", "--set", "epochs_per_cycle=1", "--set", "image_size=16",

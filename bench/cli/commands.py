@@ -6,17 +6,14 @@ import dataclasses
 
 from tabulate import tabulate
 
-from bench.core.paper import PAPER_BACKBONES, PAPER_METHODS
+from bench.core.paper import DENS, ENSEMBLE_OF, Variant
 from bench.train.backbones import BACKBONES
 from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
 from bench.core.settings import specs
 from bench.cli.data import add_data_options
 from bench.sweep.executors import add_options as add_executor_options
 from bench.sweep.options import RunOptions
-# the grid's checks and resolution live in bench.sweep.plan (shared with
-# bench.api); re-exported here for code that imported them from the CLI
-from bench.sweep.plan import (check_run_flags, execute, plan, resolve_run,  # noqa: F401
-                              unknown_key)
+from bench.sweep.plan import execute, plan
 from bench.report.summary import summary_table
 
 
@@ -88,9 +85,10 @@ def list_registries() -> str:
     return "\n\n".join(blocks)
 
 
-DERIVED = [("dens", "D-Ens: deep ensemble, mean probabilities of the sl1h seeds of a config"),
-           ("+ts", "temperature scaling fitted on validation NLL, for every method "
-                   "(report --no-ts skips it)")]
+DERIVED = [(DENS, f"D-Ens: deep ensemble, mean probabilities of the {ENSEMBLE_OF} seeds of a "
+                 "config"),
+           (Variant.TS.suffix, "temperature scaling fitted on validation NLL, for every method "
+                               "(report --no-ts skips it)")]
 
 
 def keys_table() -> str:

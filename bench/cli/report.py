@@ -19,7 +19,7 @@ from bench.report import figures as figs
 from bench.core import store
 from bench.report import unfinished
 from bench.sweep.runstate import live_holder
-from bench.report.derived import DENS
+from bench.core.paper import DENS
 from bench.core.errors import BenchError
 from bench.core.seeds import parse_seeds
 from bench.report.tables import (CAPTIONS, METRIC_HEADS, REFERENCE, build_table, dataset_name,

@@ -1,30 +1,111 @@
 """The paper's vocabulary, in one place: which methods and backbones its
-tables hold, in which order, and the names other libraries give them.
+tables hold, in which order, how they are printed, and the row variants.
 
-Names are the harness's registry keys (`sl1h`, `4hml`, `swin_tiny`, ...);
-how a table prints them is the report's business. docs/fidelity.md has the
-methods and their hyper-parameters.
+Names are the harness's registry keys (`sl1h`, `4hml`, `swin_tiny`, ...).
+Display names of the paper's methods, backbones and datasets are here;
+a method outside the paper declares its own (Method.display_name), and
+`bench report --label` overrides either. docs/fidelity.md has the methods
+and their hyper-parameters.
 """
 from __future__ import annotations
 
+from enum import StrEnum
+
+# The paper's single-head rows and multi-head rows, in table order.
+SINGLE_HEAD = ("sl1h", "ls", "mbls", "mixup", "dca")
+MULTI_HEAD = ("2hsl", "2hml", "4hml")
+
 # The trained rows of the paper's tables, in table order: what `--method paper`
 # trains. D-Ens and +TS are derived from sl1h records, never trained.
-PAPER_METHODS = ("sl1h", "ls", "mbls", "mixup", "dca", "2hsl", "2hml", "4hml")
+PAPER_METHODS = SINGLE_HEAD + MULTI_HEAD
 
 # The released code's extra baselines (not in the paper's tables): `--method
 # all` trains them after the paper's methods.
 EXTRA_BASELINES = ("focal", "flsd53")
 
+# The deep ensemble (D-Ens): a row of its own, built from the seeds of one
+# trained method, never trained.
+DENS = "dens"
+ENSEMBLE_OF = "sl1h"
+
 # The rows of the paper's main tables, in order: the trained methods with the
 # deep ensemble between the single-head and the multi-head blocks.
-TABLE_METHODS = PAPER_METHODS[:5] + ("dens",) + PAPER_METHODS[5:]
+TABLE_METHODS = SINGLE_HEAD + (DENS,) + MULTI_HEAD
 
-# The rows of its temperature-scaling tables: (method, variant), `ts-base`
-# the model before scaling, `ts` after.
-TS_ROWS = tuple((m, v) for m in ("sl1h", "2hsl", "4hml") for v in ("ts-base", "ts"))
+# A report's default row order, as sections (a double rule between them):
+# the paper's rows with the released code's extra baselines among the
+# single-head ones. Methods not named here join the section their Method
+# declares (bench.report.tables.ordered_methods).
+TABLE_SECTIONS = (SINGLE_HEAD + EXTRA_BASELINES, (DENS,), MULTI_HEAD)
+
+# The methods of its temperature-scaling tables (appendix); a report shows
+# others there only when `--order` names them.
+TS_METHODS = ("sl1h", "2hsl", "4hml")
 
 # The paper's three backbones: what `--backbone all` (or `paper`) means.
 PAPER_BACKBONES = ("resnet50", "convnext_tiny", "swin_tiny")
 
 # Other names of the paper's backbones -> ours (torchvision calls Swin-T swin_t).
 BACKBONE_ALIASES = {"swin_t": "swin_tiny"}
+
+# How reports print the paper's rows and columns.
+METHOD_NAMES = {"sl1h": "SL1H", "ls": "LS", "mbls": "MbLS", "mixup": "MixUp", "dca": "DCA",
+                DENS: "D-Ens", "2hsl": "2HSL", "2hml": "2HML", "4hml": "4HML"}
+BACKBONE_NAMES = {"resnet50": "ResNet50", "convnext_tiny": "ConvNeXt", "swin_tiny": "Swin-T"}
+# ... and its datasets, with the offline demo's (no dataset registry entry
+# carries a display name; `--data-opt name=` records one per run).
+DATASET_NAMES = {"chaoyang": "Chaoyang", "kvasir": "Kvasir", "pathmnist": "PathMNIST",
+                 "digits": "Digits"}
+
+# How the paper's LaTeX source prints them (its first table calls SL1H OneH),
+# read by bench.report.published.
+PRINTED_METHODS = {**{text: key for key, text in METHOD_NAMES.items()}, "OneH": "sl1h"}
+PRINTED_BACKBONES = {"ResNet50": "resnet50", "ConvNeXt": "convnext_tiny",
+                     "Swin-Transformer": "swin_tiny"}
+
+CITATION = "Galdran et al., MICCAI 2023"
+# Row keys METHOD@paper are the paper's published numbers, copied into a
+# report (`bench report --published-rows`).
+COPIED_SUFFIX = "@paper"
+
+
+class Variant(StrEnum):
+    """What a report row is made of, with each spelling users see of it.
+
+    The value is the `variant` of groups.csv. Attributes: `column`, the
+    `variant` of published.csv and of the comparison's CSVs ('' for a main
+    table row); `suffix`, what the row key adds to the method (`sl1h+ts`,
+    `sl1h@ts-base`); `label`, what a table's row name adds (`SL1H+TS`);
+    `shown`, what the comparison's row name adds (`SL1H (T=1)`).
+    """
+
+    def __new__(cls, value: str, column: str, suffix: str = "", label: str = "",
+                shown: str = ""):
+        obj = str.__new__(cls, value)
+        obj._value_ = value
+        obj.column, obj.suffix, obj.label, obj.shown = column, suffix, label, shown
+        return obj
+
+    SEEDS = ("seeds", "")  # the trained runs
+    DENS = ("dens", "")  # the deep ensemble of ENSEMBLE_OF's seeds
+    COPIED = ("copied", "")  # the paper's published numbers (COPIED_SUFFIX)
+    TS_BASE = ("ts-base", "ts-base", "@ts-base", "", " (T=1)")  # head logits averaged, T = 1
+    TS = ("ts", "ts", "+ts", "+TS", "+TS")  # temperature scaled
+
+    def key(self, method: str) -> str:
+        """The row key of `method` in this variant: 'sl1h+ts'."""
+        return method + self.suffix
+
+    @classmethod
+    def of_column(cls, text: str) -> "Variant":
+        """A published.csv / comparison `variant` -> its table variant ('' -> SEEDS)."""
+        return next(v for v in TABLE_VARIANTS if v.column == text)
+
+
+# The variants of the paper's tables, in row order: a main table's row, then
+# a temperature-scaling table's un-scaled and scaled rows.
+TABLE_VARIANTS = (Variant.SEEDS, Variant.TS_BASE, Variant.TS)
+TS_VARIANTS = (Variant.TS_BASE, Variant.TS)
+
+# The rows of its temperature-scaling tables, as (method, variant column).
+TS_ROWS = tuple((m, v.column) for m in TS_METHODS for v in TS_VARIANTS)

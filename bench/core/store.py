@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.core.errors import BenchError
+from bench.core.files import read_json, write_json
 
 DONE = "done"
 FILES = ("config.json", "predictions.npz")  # checksummed in metrics.json["files"]
@@ -101,18 +102,6 @@ def is_complete(path: Path) -> bool:
         return False
 
 
-def read_json(path: Path) -> dict:
-    with open(path) as f:
-        return json.load(f)
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def write_record(path: Path, config: dict, metrics: dict, arrays: dict[str, np.ndarray]) -> Path:
     """Write config/metrics/predictions under a temporary name, then rename."""
     path = Path(path)
@@ -121,10 +110,11 @@ def write_record(path: Path, config: dict, metrics: dict, arrays: dict[str, np.n
     tmp.mkdir()
     try:
         np.savez(tmp / "predictions.npz", **arrays)
-        _write_json(tmp / "config.json", config)
+        write_json(tmp / "config.json", config, durable=True)
         sums = {name: file_sum(tmp / name) for name in FILES}
         # last: marks the record complete and vouches for the files above and itself
-        _write_json(tmp / "metrics.json", with_digest({**metrics, "status": DONE, "files": sums}))
+        write_json(tmp / "metrics.json", with_digest({**metrics, "status": DONE, "files": sums}),
+                   durable=True)
         _replace_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

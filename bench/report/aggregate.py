@@ -23,8 +23,9 @@ from bench.report.configs import (CONFIG_RULES, ablation_key, parse_ablation,  #
                                   parse_config_choice, select_configs)
 from bench.report.frame import COSTS, METRICS
 from bench.core.calibration import scaled_probs
-from bench.report.derived import (DENS, ENSEMBLE_OF, MIN_MEMBERS, deep_ensemble, has_ensemble,
-                      temperature_scaled_predictions)
+from bench.core.paper import DENS, ENSEMBLE_OF, Variant
+from bench.report.derived import (MIN_MEMBERS, deep_ensemble, has_ensemble,
+                                  temperature_scaled_predictions)
 from bench.core.errors import BenchError
 from bench.core.metrics import all_metrics
 
@@ -46,10 +47,10 @@ class Run:
     path: Path
 
 
-# A Group's `variant`, what its row is made of: seeds (the trained runs), dens
-# (the deep ensemble of sl1h seeds), ts (the runs after temperature scaling),
-# ts-base (the same runs with head logits averaged and T = 1: the TS table's
-# un-scaled row).
+# A Group's `variant` (bench.core.paper.Variant) says what its row is made
+# of: the trained runs, the deep ensemble of sl1h seeds, the runs after
+# temperature scaling, or the same runs with head logits averaged and T = 1
+# (the TS table's un-scaled row).
 
 
 @dataclass
@@ -64,12 +65,12 @@ class Group:
     cost: dict  # cost -> per-run mean (ensemble: summed over members, rates averaged)
     single: bool = False  # one number, no std (deep ensemble)
     extra: dict = field(default_factory=dict)
-    variant: str = "seeds"  # seeds | dens | ts | ts-base (see above)
+    variant: Variant = Variant.SEEDS  # see above
 
     @property
     def row_method(self) -> str:
         """The method key a table lists the row under ('dens' for D-Ens)."""
-        return DENS if self.variant == "dens" else self.method
+        return DENS if self.variant == Variant.DENS else self.method
 
     @property
     def n(self) -> int:
@@ -194,7 +195,7 @@ def ensemble_group(runs: list[Run]) -> Group:
     return Group(first.dataset, first.backbone, DENS, first.method, first.chash,
                  tuple(r.seed for r in runs), {m: [test[m]] for m in METRICS if m in test},
                  _costs(runs, ensemble=True), single=True, extra={"members": len(runs)},
-                 variant="dens")
+                 variant=Variant.DENS)
 
 
 def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
@@ -206,9 +207,9 @@ def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
         p = store.load_predictions(r.path)
         unscaled[r.seed] = all_metrics(scaled_probs(p["test_logits"], 1.0), p["test_labels"])
         fitted[r.seed] = temperature_scaled_predictions(p)
-    base = _group(runs, f"{runs[0].method}@ts-base", lambda r: unscaled[r.seed])
-    scaled = _group(runs, f"{runs[0].method}+ts", lambda r: fitted[r.seed]["test"])
-    base.variant, scaled.variant = "ts-base", "ts"
+    base = _group(runs, Variant.TS_BASE.key(runs[0].method), lambda r: unscaled[r.seed])
+    scaled = _group(runs, Variant.TS.key(runs[0].method), lambda r: fitted[r.seed]["test"])
+    base.variant, scaled.variant = Variant.TS_BASE, Variant.TS
     scaled.extra = {"temperature": [fitted[r.seed]["temperature"] for r in runs]}
     return base, scaled
 

@@ -19,28 +19,31 @@ import math
 from collections import defaultdict
 from typing import Callable, Iterable
 
-from bench.core.paper import BACKBONE_ALIASES, TABLE_METHODS, TS_ROWS
+from bench.core.paper import (BACKBONE_ALIASES, DENS, TABLE_METHODS, TABLE_VARIANTS, TS_ROWS,
+                              Variant)
 from bench.report import published as pub
 from bench.report.ranks import mean_ranks, rank_marks
 from bench.report.tables import method_name
 
 Z_FLAG = 2.0
 ACC_TOLERANCE = 1.0  # "comparable ACC": at most this many points (x100) below SL1H
+# The rows' `variant` spellings (bench.core.paper.Variant.column)
+MAIN, TS = Variant.SEEDS.column, Variant.TS.column
 
 
 def as_rows(data) -> list[dict]:
     """Rows from a list of dicts or a pandas frame (anything with to_dict)."""
     rows = data.to_dict("records") if hasattr(data, "to_dict") else list(data)
     return [{**r, "backbone": BACKBONE_ALIASES.get(r["backbone"], r["backbone"]),
-             "variant": r.get("variant") or ""} for r in rows]
+             "variant": r.get("variant") or MAIN} for r in rows]
 
 
 def rows_from_groups(groups: dict) -> list[dict]:
     """bench.report.aggregate groups (fractions) -> input rows (x100)."""
     out = []
     for (ds, bb, _), g in sorted(groups.items()):
-        # Group.variant: 'seeds' | 'dens' | 'ts' | 'ts-base'; D-Ens is a main-table row
-        method, variant = g.row_method, g.variant if g.variant in ("ts", "ts-base") else ""
+        # D-Ens (and every row but the TS table's) is a main-table row
+        method, variant = g.row_method, Variant(g.variant).column
         for m in pub.METRICS:
             if m in g.values:
                 std = g.std(m)
@@ -52,12 +55,13 @@ def rows_from_groups(groups: dict) -> list[dict]:
 
 
 def label(method: str, variant: str) -> str:
-    return method + {"": "", "ts": "+ts", "ts-base": "@ts-base"}[variant]
+    """The row key: '4hml+ts'."""
+    return Variant.of_column(variant).key(method)
 
 
 def show(method: str, variant: str) -> str:
     """'4HML+TS'; the TS table's un-scaled row (logits averaged, T = 1): '4HML (T=1)'."""
-    return method_name(method) + {"": "", "ts": "+TS", "ts-base": " (T=1)"}[variant]
+    return method_name(method) + Variant.of_column(variant).shown
 
 
 # ---------------------------------------------------------------- z rule
@@ -126,7 +130,7 @@ def compare(ours, reference: list[dict] | None = None) -> tuple[list[dict], list
 def _paper_order(mv: tuple[str, str]) -> tuple:
     method, variant = mv
     order = TABLE_METHODS.index(method) if method in TABLE_METHODS else 99
-    return order, ("", "ts-base", "ts").index(variant), method
+    return order, TABLE_VARIANTS.index(Variant.of_column(variant)), method
 
 
 def missing_notes(ours: list[dict], reference: list[dict]) -> list[str]:
@@ -195,19 +199,19 @@ def _top2(means, order, target) -> tuple[bool | None, str]:
 
 @claim("4hml-top2", "4HML has the best or second-best Rank of its block")
 def _4hml_top2(means):
-    return _top2(means, [(m, "") for m in TABLE_METHODS], ("4hml", ""))
+    return _top2(means, [(m, MAIN) for m in TABLE_METHODS], ("4hml", MAIN))
 
 
 @claim("mh-ece-below-sl1h", f"2HML and 4HML: ECE below SL1H at comparable ACC "
                             f"(at most {ACC_TOLERANCE:g} point below)")
 def _mh_below_sl1h(means):
-    heads = [mv for mv in (("2hml", ""), ("4hml", "")) if mv in means]
-    if ("sl1h", "") not in means or not heads:
-        return None, _needs(means, ("sl1h", "")) or "needs 2hml or 4hml"
-    ref = means[("sl1h", "")]
+    heads = [mv for mv in (("2hml", MAIN), ("4hml", MAIN)) if mv in means]
+    if ("sl1h", MAIN) not in means or not heads:
+        return None, _needs(means, ("sl1h", MAIN)) or "needs 2hml or 4hml"
+    ref = means[("sl1h", MAIN)]
     held = all(means[mv]["ece"] < ref["ece"] and means[mv]["acc"] >= ref["acc"] - ACC_TOLERANCE
                for mv in heads)
-    return held, "; ".join(_fmt(means, mv, ("acc", "ece")) for mv in [("sl1h", "")] + heads)
+    return held, "; ".join(_fmt(means, mv, ("acc", "ece")) for mv in [("sl1h", MAIN)] + heads)
 
 
 def _lower(means, a, b, metric) -> tuple[bool | None, str]:
@@ -219,37 +223,37 @@ def _lower(means, a, b, metric) -> tuple[bool | None, str]:
 
 @claim("4hml-ece-below-dens", "4HML has lower ECE than D-Ens")
 def _4hml_below_dens(means):
-    return _lower(means, ("4hml", ""), ("dens", ""), "ece")
+    return _lower(means, ("4hml", MAIN), (DENS, MAIN), "ece")
 
 
 @claim("4hml-ece-below-2hml", "more heads, lower ECE: 4HML below 2HML")
 def _4hml_below_2hml(means):
-    return _lower(means, ("4hml", ""), ("2hml", ""), "ece")
+    return _lower(means, ("4hml", MAIN), ("2hml", MAIN), "ece")
 
 
 @claim("dens-best-acc", "D-Ens has the highest ACC of its block")
 def _dens_best_acc(means):
-    present = [(m, "") for m in TABLE_METHODS if (m, "") in means]
-    if ("dens", "") not in means or len(present) < 2:
-        return None, _needs(means, ("dens", "")) or "needs another method"
+    present = [(m, MAIN) for m in TABLE_METHODS if (m, MAIN) in means]
+    if (DENS, MAIN) not in means or len(present) < 2:
+        return None, _needs(means, (DENS, MAIN)) or "needs another method"
     best = max(present, key=lambda mv: means[mv]["acc"])
-    return best == ("dens", ""), (f"ACC D-Ens {means[('dens', '')]['acc']:.2f}, best "
+    return best == (DENS, MAIN), (f"ACC D-Ens {means[(DENS, MAIN)]['acc']:.2f}, best "
                                   f"{show(*best)} {means[best]['acc']:.2f}")
 
 
 @claim("4hml+ts-top2", "4HML+TS has the best or second-best Rank of its TS block")
 def _4hml_ts_top2(means):
-    return _top2(means, TS_ROWS, ("4hml", "ts"))
+    return _top2(means, TS_ROWS, ("4hml", TS))
 
 
 @claim("4hml+ts-beats-sl1h+ts", "4HML+TS ranks better than SL1H+TS (TS block)")
 def _4hml_ts_vs_sl1h_ts(means):
     present = [mv for mv in TS_ROWS if mv in means]
-    if ("4hml", "ts") not in means or ("sl1h", "ts") not in means:
-        return None, _needs(means, ("4hml", "ts"), ("sl1h", "ts"))
+    if ("4hml", TS) not in means or ("sl1h", TS) not in means:
+        return None, _needs(means, ("4hml", TS), ("sl1h", TS))
     ranks = dict(zip(present, mean_ranks([means[mv] for mv in present])))
-    return ranks[("4hml", "ts")] < ranks[("sl1h", "ts")], (
-        f"Rank 4HML+TS {ranks[('4hml', 'ts')]:.1f} vs SL1H+TS {ranks[('sl1h', 'ts')]:.1f} "
+    return ranks[("4hml", TS)] < ranks[("sl1h", TS)], (
+        f"Rank 4HML+TS {ranks[('4hml', TS)]:.1f} vs SL1H+TS {ranks[('sl1h', TS)]:.1f} "
         f"over {len(present)} rows")
 
 

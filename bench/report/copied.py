@@ -2,7 +2,7 @@
 
 For every (dataset, backbone) block of the paper that a report shows, the
 paper's rows of its eight methods, D-Ens and the +TS rows become groups of
-their own, row keys METHOD@paper (tables.COPIED), one number each (the
+their own, row keys METHOD@paper (bench.core.paper.COPIED_SUFFIX), one number each (the
 published mean; no std, no seeds to pair). A table never mixes copied and
 re-run rows of one method: a method with records of its own in that
 dataset's table keeps its own rows and its published rows are left out.
@@ -12,9 +12,10 @@ footnote says so). The numbers come from bench.report.published.
 from __future__ import annotations
 
 from bench.core.errors import BenchError
+from bench.core.paper import COPIED_SUFFIX, Variant
 from bench.report import published
 from bench.report.aggregate import Group
-from bench.report.tables import COPIED, PAPER_METRICS
+from bench.report.tables import PAPER_METRICS
 
 # per dataset: the published table of its means, and of its +TS rows
 SOURCES = {"chaoyang": ("chaoyang", "chaoyang_ts"), "kvasir": ("kvasir", "kvasir_ts"),
@@ -22,8 +23,6 @@ SOURCES = {"chaoyang": ("chaoyang", "chaoyang_ts"), "kvasir": ("kvasir", "kvasir
 NONE_ADDED = ("--published-rows added no row: no table here has a block of the paper "
               "(chaoyang, kvasir, pathmnist x resnet50, convnext_tiny, swin_tiny) with a "
               "published method that has no records of its own")
-# the +TS table's row keys per published variant (aggregate.ts_groups)
-TS_KEYS = {"ts-base": "{m}@ts-base", "ts": "{m}+ts"}
 
 
 def check_metrics(metrics: tuple) -> None:
@@ -34,7 +33,7 @@ def check_metrics(metrics: tuple) -> None:
                          "--metrics ece,nll")
 
 
-def _group(r: dict, key: str, method: str, variant: str) -> Group:
+def _group(r: dict, key: str, method: str, variant: Variant) -> Group:
     n = published.SEEDS  # every published row is over 5 runs (D-Ens: of 5 members)
     return Group(r["dataset"], r["backbone"], key, method, "paper", tuple(range(n)),
                  {m: [r[m] / 100] for m in published.METRICS}, {}, single=True,
@@ -52,10 +51,11 @@ def published_groups(groups: dict, with_ts: bool = True) -> dict:
         main, ts = SOURCES.get(ds, (None, None))
         if (ds, bb) not in blocks or (ds, m) in rerun or r["table"] not in (main, ts):
             continue
-        copy = f"{m}{COPIED}"
+        copy = f"{m}{COPIED_SUFFIX}"
         if r["table"] == main:
-            out[(ds, bb, copy)] = _group(r, copy, copy, "copied")
-        elif with_ts:
-            key = TS_KEYS[variant].format(m=copy)
-            out[(ds, bb, key)] = _group(r, key, copy, variant)
+            out[(ds, bb, copy)] = _group(r, copy, copy, Variant.COPIED)
+        elif with_ts:  # the +TS table's rows, keyed as aggregate.ts_groups keys them
+            ts_variant = Variant.of_column(variant)
+            key = ts_variant.key(copy)
+            out[(ds, bb, key)] = _group(r, key, copy, ts_variant)
     return out

@@ -9,6 +9,7 @@ import numpy as np
 from bench.core.calibration import ensemble_probs, fit_temperature, scaled_probs
 from bench.core.errors import BenchError
 from bench.core.metrics import all_metrics
+from bench.core.paper import ENSEMBLE_OF
 from bench.core.store import load_predictions
 
 
@@ -31,7 +32,7 @@ def deep_ensemble(paths: list[Path]) -> dict:
     """Records of one configuration over seeds -> {"members", "val", "test"}."""
     preds = [load_predictions(p) for p in paths]
     if not preds:
-        raise BenchError("deep ensemble needs at least one sl1h run record")
+        raise BenchError(f"deep ensemble needs at least one {ENSEMBLE_OF} run record")
     out = {"members": len(preds)}
     for split in ("val", "test"):
         labels = preds[0][f"{split}_labels"]
@@ -41,9 +42,7 @@ def deep_ensemble(paths: list[Path]) -> dict:
     return out
 
 
-# The deep ensemble is built from the seeds of this method (the paper's D-Ens).
-ENSEMBLE_OF = "sl1h"
-DENS = "dens"
+# The paper's D-Ens is built from the seeds of bench.core.paper.ENSEMBLE_OF.
 MIN_MEMBERS = 2  # one seed is no ensemble
 
 

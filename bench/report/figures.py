@@ -16,8 +16,9 @@ from tqdm import tqdm
 from bench.core import store
 from bench.core.calibration import ensemble_probs
 from bench.core.metrics import head_probs
+from bench.core.paper import DENS, ENSEMBLE_OF, Variant
 from bench.report import stats
-from bench.report.derived import DENS, ENSEMBLE_OF, has_ensemble
+from bench.report.derived import has_ensemble
 from bench.report.tables import backbone_name, dataset_name, method_name, ordered_methods
 
 FRIEDMAN_METRICS = (("rank", False), ("acc", True), ("ece", False), ("nll", False))
@@ -82,7 +83,7 @@ def make_bin_sensitivity(groups: dict, out: Path, sections=None, names=None) -> 
 
     cells: dict = {}
     for (ds, bb, key), g in groups.items():
-        if g.variant in ("seeds", "dens"):
+        if g.variant in (Variant.SEEDS, Variant.DENS):
             cells.setdefault((ds, bb), {})[g.row_method] = g
     written = []
     for (ds, bb), rows in sorted(cells.items()):

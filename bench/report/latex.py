@@ -9,6 +9,7 @@ ACC is a ditto mark. Only booktabs, rotating (sideways tables) and amssymb.
 """
 from __future__ import annotations
 
+from bench.core.paper import Variant
 from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, ci_note, columns,
                                  copied_note, cost_texts, dataset_name, method_name,
                                  rank_note)
@@ -72,7 +73,7 @@ def rank_cell(cell) -> str:
 
 def row_cells(table: Table, row) -> list[str]:
     width = len(block_heads(table))
-    out = [f"\\textbf{{{tex_escape('+TS' if row.ts else row.label)}}}"
+    out = [f"\\textbf{{{tex_escape(Variant.TS.label if row.ts else row.label)}}}"
            + ("$^\\dagger$" if row.copied and not row.ts else "")]
     for b in table.backbones:
         cell = table.cells.get((row.key, b))

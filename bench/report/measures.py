@@ -12,16 +12,15 @@ that changes is recomputed and nothing is ever retrained.
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pandas as pd
 
 from bench.core import calibration_measures as C
-from bench.core import store
+from bench.core import files, store
 from bench.core.calibration import ensemble_probs, fit_temperature, scaled_probs
 from bench.core.metrics import head_probs
+from bench.core.paper import TS_VARIANTS, Variant
 from bench.report import aggregate
 from bench.report.frame import METRICS
 
@@ -55,8 +54,8 @@ def run_entry(path: Path, with_ts: bool) -> dict:
     out = {"plain": C.extra_measures(probs, y), "boot": _boot(probs, y)}
     if with_ts:
         t = fit_temperature(p["val_logits"], p["val_labels"])
-        out["ts-base"] = C.extra_measures(scaled_probs(z, 1.0), y)
-        out["ts"] = C.extra_measures(scaled_probs(z, t), y)
+        out[Variant.TS_BASE.value] = C.extra_measures(scaled_probs(z, 1.0), y)
+        out[Variant.TS.value] = C.extra_measures(scaled_probs(z, t), y)
     return out
 
 
@@ -73,11 +72,9 @@ class Cache:
 
     def __init__(self, file: Path | None):
         self.file, self.entries = file, {}
-        if file is not None and Path(file).is_file():
-            try:
-                self.entries = json.loads(Path(file).read_text()).get("entries", {})
-            except (OSError, ValueError, AttributeError):
-                self.entries = {}
+        if file is not None:
+            saved = files.read_json(file, default={})
+            self.entries = saved.get("entries", {}) if isinstance(saved, dict) else {}
         self.used: dict = {}
 
     def get(self, name: str, key: str, compute, need=()) -> dict:
@@ -91,15 +88,12 @@ class Cache:
         """Write the entries used this time (stale ones are dropped)."""
         if self.file is None:
             return None
-        Path(self.file).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(self.file).with_suffix(".tmp")
-        tmp.write_text(json.dumps({"version": VERSION, "entries": self.used}))
-        os.replace(tmp, self.file)
-        return Path(self.file)
+        return files.write_json(self.file, {"version": VERSION, "entries": self.used},
+                                indent=None, sort_keys=False, default=None)
 
 
 def run_measures(cache: Cache, path: Path, with_ts: bool) -> dict:
-    need = ("plain", "boot") + (("ts-base", "ts") if with_ts else ())
+    need = ("plain", "boot") + tuple(v.value for v in TS_VARIANTS if with_ts)
     return cache.get(str(path), record_key(path), lambda: run_entry(path, with_ts), need)
 
 
@@ -111,14 +105,14 @@ def attach(groups: dict, runs: list, cache: Cache, with_ts: bool = True) -> dict
     by_seed = {(r.dataset, r.backbone, r.method, r.chash, r.seed): r for r in runs}
     for (ds, bb, _), g in groups.items():
         members = [by_seed[(ds, bb, g.method, g.chash, s)] for s in g.seeds]
-        if g.variant == "dens":
+        if g.variant == Variant.DENS:
             paths = [r.path for r in members]
             key = "|".join(record_key(p) for p in paths)
             entries = [cache.get("dens:" + "|".join(map(str, paths)), key,
                                  lambda: dens_entry(paths))]
         else:
             entries = [per_run[r.path] for r in members]
-        part = "plain" if g.variant in ("seeds", "dens") else g.variant
+        part = "plain" if g.variant in (Variant.SEEDS, Variant.DENS) else g.variant
         for m in EXTRA:
             g.values[m] = [e[part][m] for e in entries]
         if part == "plain":

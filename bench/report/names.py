@@ -1,16 +1,16 @@
 """Display names of a report: `--label KEY=TEXT` and recorded dataset names.
 
-A method's name comes from its registration (Method.display_name), a
-dataset's from `--data-opt name=...` recorded in config.json
-(`dataset_name`), else the built-in tables of bench.report.tables; `--label`
-overrides any of them. The result is one dict, key -> text, that the tables,
+A method's name comes from its registration (Method.display: its declared
+display name, else the paper's), a dataset's from `--data-opt name=...`
+recorded in config.json (`dataset_name`), else the paper's names
+(bench.core.paper); `--label` overrides any of them. The result is one dict, key -> text, that the tables,
 figures and footnotes read.
 """
 from __future__ import annotations
 
 from bench.core import store
 from bench.core.errors import BenchError
-from bench.report.derived import DENS
+from bench.core.paper import DENS
 
 
 def parse_labels(items, known) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bench.core.errors import BenchError
+from bench.core.paper import TS_VARIANTS, Variant
 from bench.report import stats
 from bench.report.tables import REFERENCE
 
@@ -21,7 +22,7 @@ def significance(groups: dict, test: str, alpha: float,
     reference row (logits averaged, T = 1)."""
     marks, rows = {}, []
     for (ds, bb, key), g in sorted(groups.items()):
-        ref_key = f"{reference}@ts-base" if g.variant in ("ts", "ts-base") else reference
+        ref_key = Variant.TS_BASE.key(reference) if g.variant in TS_VARIANTS else reference
         ref = groups.get((ds, bb, ref_key))
         if ref is None or key == ref_key or g.single:
             continue

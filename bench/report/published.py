@@ -28,13 +28,11 @@ import sys
 from functools import lru_cache
 from importlib import resources
 
+from bench.core.paper import DENS, PRINTED_BACKBONES, PRINTED_METHODS, Variant
+
 METRICS = ("acc", "ece", "nll")
 COLUMNS = ("table", "dataset", "backbone", "method", "variant", "acc", "acc_std", "ece",
            "ece_std", "nll", "nll_std", "rank", "mark", "erratum")
-ROW_NAMES = {"SL1H": "sl1h", "OneH": "sl1h", "LS": "ls", "MbLS": "mbls", "MixUp": "mixup",
-             "DCA": "dca", "D-Ens": "dens", "2HSL": "2hsl", "2HML": "2hml", "4HML": "4hml"}
-HEADER_NAMES = {"ResNet50": "resnet50", "ConvNeXt": "convnext_tiny",
-                "Swin-Transformer": "swin_tiny"}
 SEEDS = 5  # every published mean ± std is over 5 training runs; D-Ens is one model
 SHIFTED = "std-columns-shifted"  # printed ECE std = ACC std, NLL std = ECE std, ACC std = ?
 SUSPECT = "std-suspect"  # PathMNIST: shifted columns, no notebook output to correct them
@@ -77,7 +75,7 @@ def _tabulars(tex: str) -> list[tuple[str, str]]:
 
 def parse_table(label: str, body: str) -> list[dict]:
     """One tabular -> one dict per (printed row, backbone), COLUMNS' keys."""
-    backbones = [HEADER_NAMES[b] for b in re.findall(r"\\multicolumn\{4\}\{c\}\{\\textbf\{([^}]+)\}\}", body)]
+    backbones = [PRINTED_BACKBONES[b] for b in re.findall(r"\\multicolumn\{4\}\{c\}\{\\textbf\{([^}]+)\}\}", body)]
     is_ts = label.endswith("_ts")
     rows, previous = [], {}
     for line in body.splitlines():
@@ -85,10 +83,11 @@ def parse_table(label: str, body: str) -> list[dict]:
         if not m or "&" not in m.group(2):
             continue
         name, cells = m.group(1), m.group(2).split("&")[1:]
-        if name == "+TS":
-            method, variant = previous["method"], "ts"
+        if name == Variant.TS.label:  # the printed +TS row
+            method, variant = previous["method"], Variant.TS.column
         else:
-            method, variant = ROW_NAMES[name], "ts-base" if is_ts else ""
+            method = PRINTED_METHODS[name]
+            variant = (Variant.TS_BASE if is_ts else Variant.SEEDS).column
         for i, backbone in enumerate(backbones):
             row = {"table": label, "dataset": _dataset(label), "backbone": backbone,
                    "method": method, "variant": variant, "mark": "", "erratum": ""}
@@ -195,7 +194,7 @@ def reference() -> list[dict]:
                                                                       r["dataset"])
             out.append({"dataset": r["dataset"], "backbone": r["backbone"], "method": r["method"],
                         "variant": r["variant"], "metric": m, "mean": r[m], "std": std,
-                        "n": 1 if r["method"] == "dens" else SEEDS, "source": r["table"],
+                        "n": 1 if r["method"] == DENS else SEEDS, "source": r["table"],
                         "std_source": std_source, "caveat": r["erratum"],
                         "judge": REPEATED not in r["erratum"]})
     return out

@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
+from bench.core.paper import Variant
 from bench.report import aggregate, frame
 
 COLUMNS = (("acc", "ACC"), ("ece", "ECE"), ("nll", "NLL"))
 # Which groups the summary shows under each method, in this order.
-SHOWN = ("seeds", "ts", "dens")
+SHOWN = (Variant.SEEDS, Variant.TS, Variant.DENS)
 
 
 def mean_pm_std(values, scale: float = 100.0, digits: int = 2) -> str:

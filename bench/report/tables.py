@@ -9,28 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bench.core import paper
+from bench.core.paper import COPIED_SUFFIX, Variant
 from bench.report.ranks import RANK_METRICS, mean_ranks, rank_marks
 
-# Names of rows that are no registered method: the derived D-Ens, and
-# records of a method registered under another name before (adafocal, now
-# flsd53). Registered methods declare their own (Method.display_name).
-OTHER_NAMES = {"dens": "D-Ens", "adafocal": "FLSD"}
-BACKBONE_NAMES = {"resnet50": "ResNet50", "convnext_tiny": "ConvNeXt", "swin_tiny": "Swin-T"}
-DATASET_NAMES = {"chaoyang": "Chaoyang", "kvasir": "Kvasir", "pathmnist": "PathMNIST",
-                 "digits": "Digits"}
-# The paper's row order; D-Ens sits between double rules. Methods not listed
-# here (a plugin's, 3hml) join the section their Method declares: single-head
-# baselines the first, multi-head models the last.
-DEFAULT_SECTIONS = (("sl1h", "ls", "mbls", "mixup", "dca", "focal", "adafocal", "flsd53"),
-                    ("dens",),
-                    ("2hsl", "2hml", "4hml"))
-# The paper's temperature-scaling tables (appendix) show these methods only;
-# an explicit --order shows others.
-PAPER_TS = ("sl1h", "2hsl", "4hml")
-# Row keys METHOD@paper are the paper's published numbers, copied
-# (bench report --published-rows, bench.report.copied).
-COPIED = "@paper"
-CITATION = "Galdran et al., MICCAI 2023"
 REFERENCE = "sl1h"  # what the significance tests compare against (--significance-ref)
 CAPTIONS = {
     "main": r"Results on the \textbf{{{dataset} dataset}} with different architectures and "
@@ -106,15 +88,15 @@ def method_name(key: str, labels: dict | None = None) -> str:
     method = registered_method(key)
     if method is not None:
         return method.display()
-    return OTHER_NAMES.get(key.partition("@")[0], key.upper())
+    return paper.METHOD_NAMES.get(key.partition("@")[0], key.upper())
 
 
 def backbone_name(key: str, labels: dict | None = None) -> str:
-    return (labels or {}).get(key) or BACKBONE_NAMES.get(key, key)
+    return (labels or {}).get(key) or paper.BACKBONE_NAMES.get(key, key)
 
 
 def dataset_name(key: str, labels: dict | None = None) -> str:
-    return (labels or {}).get(key) or DATASET_NAMES.get(key, key)
+    return (labels or {}).get(key) or paper.DATASET_NAMES.get(key, key)
 
 
 @dataclass(frozen=True)
@@ -186,8 +168,8 @@ class Table:
 
 def order_backbones(keys) -> list[str]:
     """The paper's column order (ResNet50, ConvNeXt, Swin-T), then the rest."""
-    known = [b for b in BACKBONE_NAMES if b in keys]
-    return known + sorted(k for k in keys if k not in BACKBONE_NAMES)
+    known = [b for b in paper.BACKBONE_NAMES if b in keys]
+    return known + sorted(k for k in keys if k not in paper.BACKBONE_NAMES)
 
 
 def ordered_methods(present, sections=None) -> list[list[str]]:
@@ -199,7 +181,7 @@ def ordered_methods(present, sections=None) -> list[list[str]]:
     def with_ablations(m):  # the rows METHOD@PREFIX of an ablation follow their method
         return [m] * (m in present) + sorted(k for k in present if k.startswith(m + "@"))
 
-    out = [[k for m in sec for k in with_ablations(m)] for sec in (sections or DEFAULT_SECTIONS)]
+    out = [[k for m in sec for k in with_ablations(m)] for sec in (sections or paper.TABLE_SECTIONS)]
     if sections is None:
         known = {k for sec in out for k in sec}
         for m in sorted(m for m in present if m not in known):
@@ -213,15 +195,16 @@ def table_rows(kind: str, present, sections=None, labels: dict | None = None) ->
     rows = []
     for i, sec in enumerate(ordered_methods(present, sections)):
         for m in sec:
-            name, copied = method_name(m, labels), m.endswith(COPIED)
+            name, copied = method_name(m, labels), m.endswith(COPIED_SUFFIX)
             if kind != "ts":
                 rows.append(Row(m, m, name, i, copied=copied))
-            elif not m.startswith("dens"):
+            elif not m.startswith(paper.DENS):
                 # TS rows: un-scaled (logits averaged, T=1) then +TS; each pair
                 # is its own section so heavy rules separate the pairs.
-                rows.append(Row(f"{m}@ts-base", m, name, len(rows), copied=copied))
-                rows.append(Row(f"{m}+ts", m, name + "+TS", len(rows) - 1, ts=True,
-                                copied=copied))
+                section = len(rows)
+                for v in paper.TS_VARIANTS:
+                    rows.append(Row(v.key(m), m, name + v.label, section, ts=v is Variant.TS,
+                                    copied=copied))
     return rows
 
 
@@ -262,8 +245,8 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     bbs = [b for b in backbones if b in have] if backbones else order_backbones(have)
     methods = {g.row_method for (d, b, k), g in groups.items() if d == dataset and b in bbs}
     if kind == "ts":
-        methods = {m for m in methods if (sections or m.partition("@")[0] in PAPER_TS)
-                   and any((dataset, b, f"{m}+ts") in groups for b in bbs)}
+        methods = {m for m in methods if (sections or m.partition("@")[0] in paper.TS_METHODS)
+                   and any((dataset, b, Variant.TS.key(m)) in groups for b in bbs)}
     rows = [r for r in table_rows(kind, methods, sections, labels)
             if any((dataset, b, r.key) in groups for b in bbs)]
     if not rows:
@@ -289,7 +272,7 @@ def copied_note(table: Table) -> str | None:
     """The footnote of a table with copied rows (the dagger's meaning)."""
     if not table.any_copied:
         return None
-    return (f"copied from the paper ({CITATION}), not re-run here: its published means "
+    return (f"copied from the paper ({paper.CITATION}), not re-run here: its published means "
             "(no std); Rank is computed over all rows shown, copied and re-run")
 
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import json
-import os
 import sys
 import time
 import traceback
@@ -36,6 +34,7 @@ from bench.core.paper import PAPER_BACKBONES
 from bench.train.backbones import BACKBONES, fit_size
 from bench.core.config import apply_overrides, get_profile, parse_set, validate
 from bench.core.errors import BenchError, choices_error
+from bench.core.files import read_json, write_json
 from bench.speed.gpuplan_report import render
 from bench.speed.steptime import Job, OutOfBudget, measure
 
@@ -366,17 +365,13 @@ def _settings_line(s: Settings) -> str:
 
 def save(results: dict, path: str) -> None:
     """Atomic: a run killed while writing leaves the previous file whole."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(results, f, indent=1)
-    os.replace(tmp, path)
+    write_json(path, results, indent=1, sort_keys=False, default=None)
 
 
 def load(path: str) -> dict:
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
+        return read_json(path)
+    except (OSError, ValueError) as err:
         raise BenchError(f"--show {path}: cannot read a gpuplan JSON ({_first_line(err)})")
 
 

@@ -22,6 +22,8 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.core import files
+
 STALE_SECONDS = float(os.environ.get("BENCH_STALE_LOCK_SECONDS", 30 * 60))
 FRESH_EMPTY_SECONDS = 60.0  # a lock still being written is treated as live this long
 
@@ -51,23 +53,7 @@ def append_log(record, text: str) -> None:
 # ------------------------------------------------------------------- json --
 def read_json(path) -> dict | None:
     """A small json side file, or None if missing or half-written."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def _write_atomic(path: Path, obj: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    try:
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True, default=str)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk leaves no 0-byte temporary
-        raise
+    return files.read_json(path, default=None)
 
 
 # ------------------------------------------------------------------- lock --
@@ -193,8 +179,8 @@ def release(record) -> None:
 
 # -------------------------------------------------------------- progress --
 def write_progress(record, step: int, total: int) -> None:
-    _write_atomic(side_file(record, "progress.json"), {"step": step, "total": total,
-                                                       "time": time.time()})
+    files.write_json(side_file(record, "progress.json"), {"step": step, "total": total,
+                                                          "time": time.time()})
     try:
         os.utime(lock_path(record))  # heartbeat for holders on other hosts
     except OSError:
@@ -211,8 +197,8 @@ def clear_progress(record) -> None:
 
 # --------------------------------------------------------------- failure --
 def write_failure(record, reason: str, last_step, **extra) -> None:
-    _write_atomic(side_file(record, "failed.json"),
-                  {"reason": reason, "last_step": last_step, "time": time.time(), **extra})
+    files.write_json(side_file(record, "failed.json"),
+                     {"reason": reason, "last_step": last_step, "time": time.time(), **extra})
 
 
 def read_failure(record) -> dict | None:

@@ -13,10 +13,9 @@ import re
 import socket
 import time
 import traceback
-from pathlib import Path
 
 from bench.sweep import runstate
-from bench.core import plugins, store
+from bench.core import files, plugins, store
 from bench.core.errors import BenchError, disk_full_message, is_disk_full
 from bench.sweep.grid import RunSpec, experiment_for
 
@@ -308,8 +307,6 @@ def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: 
     else:
         outcome = execute(RunSpec.from_json(spec_json))
     try:
-        with open(report + ".tmp", "w") as f:
-            json.dump(outcome, f)
-        os.replace(report + ".tmp", report)
+        files.write_json(report, outcome, indent=None, sort_keys=False, default=None)
     except OSError:  # a full disk: the sweep reports the run as died, and why
-        Path(report + ".tmp").unlink(missing_ok=True)
+        pass  # (write_json leaves no temporary behind)

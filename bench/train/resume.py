@@ -19,14 +19,14 @@ members) is ignored: the run starts from its first step.
 """
 from __future__ import annotations
 
-import os
 import pickle
 import random
-import uuid
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from bench.core.files import write_atomic
 
 
 def rng_state() -> dict:
@@ -66,17 +66,8 @@ class CycleState:
 
     def save(self, state: dict) -> None:
         """Write atomically: a temporary file, fsync, rename over the old state."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}")
-        try:
-            with open(tmp, "wb") as f:
-                torch.save({**state, "key": self.key}, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_atomic(self.path, lambda f: torch.save({**state, "key": self.key}, f),
+                     binary=True, durable=True)
 
     def clear(self) -> None:
         """The record is complete: the state is no longer needed."""

@@ -43,3 +43,31 @@ def test_method_lists_name_registered_methods_and_backbones():
     assert training_methods()[:len(PAPER_ORDER)] == list(PAPER_ORDER)
     assert all(b in BACKBONES for b in paper.PAPER_BACKBONES)
     assert set(paper.BACKBONE_ALIASES.values()) <= set(paper.PAPER_BACKBONES)
+
+
+TEX = Path(__file__).resolve().parents[1] / "report" / "paper" / "paper_tables.tex"
+
+
+def test_display_names_are_the_papers_printed_row_names():
+    """Every bold row name of the paper's main tables (read from its LaTeX
+    source) is the display name a report prints for that row."""
+    import re
+
+    from bench.report.tables import method_name
+
+    printed = re.findall(r"^\s*\\textbf\{([^}]+)\}\s*&", TEX.read_text(), re.M)
+    assert {"LS", "MbLS", "MixUp", "DCA", "D-Ens", "2HSL", "2HML", "4HML"} <= set(printed)
+    for key in paper.TABLE_METHODS:
+        name = method_name(key)
+        assert name in printed, (key, name)
+        assert paper.PRINTED_METHODS[name] == key
+
+
+def test_variant_spellings_match_published_csv_and_row_keys(published):
+    from bench.report.compare import label
+
+    assert set(published.variant) == {v.column for v in paper.TABLE_VARIANTS}
+    assert [label("4hml", v.column) for v in paper.TABLE_VARIANTS] == \
+        ["4hml", "4hml@ts-base", "4hml+ts"]
+    assert paper.Variant("ts-base") is paper.Variant.TS_BASE
+    assert [str(v) for v in paper.Variant] == ["seeds", "dens", "copied", "ts-base", "ts"]

@@ -69,14 +69,14 @@ def test_changed_setting_gives_a_new_record(tmp_path):
 def test_failed_write_leaves_old_record_intact(tmp_path, monkeypatch):
     path = tmp_path / "rec"
     store.write_record(path, {"a": 1}, {"x": 1}, {"v": np.zeros(2)})
-    real = store._write_json
+    real = store.write_json
 
-    def fail_on_metrics(p, obj):
+    def fail_on_metrics(p, obj, **kw):
         if p.name == "metrics.json":
             raise OSError("disk full")
-        real(p, obj)
+        real(p, obj, **kw)
 
-    monkeypatch.setattr(store, "_write_json", fail_on_metrics)
+    monkeypatch.setattr(store, "write_json", fail_on_metrics)
     with pytest.raises(OSError, match="disk full"):
         store.write_record(path, {"a": 2}, {"x": 2}, {"v": np.ones(2)})
     assert json.loads((path / "config.json").read_text()) == {"a": 1}
@@ -223,13 +223,13 @@ def hang():
     marker.touch()
     time.sleep(300)
 if stage == "metrics":
-    write = store._write_json
-    def slow(p, obj):
+    write = store.write_json
+    def slow(p, obj, **kw):
         if p.name == "metrics.json":
             p.write_text('{"status": "do')  # half of the completion mark is on disk
             hang()
-        write(p, obj)
-    store._write_json = slow
+        write(p, obj, **kw)
+    store.write_json = slow
 else:
     store._replace_dir = lambda new, target: hang()
 store.write_record(path, {"a": 2}, {"x": 2}, {"v": np.arange(1000)})

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import log_loss
 
+from bench.core import paper
 from bench.core.errors import BenchError
 from bench.core.store import write_record
 from bench.report import derived
@@ -42,7 +43,7 @@ def test_empty_and_disagreeing_ensembles_fail_in_one_line(tmp_path):
     ("ls", 2, False)])
 def test_only_sl1h_with_two_or_more_seeds_gets_a_dens_row(method, seeds, want):
     assert derived.has_ensemble(method, seeds) is want
-    assert (derived.ENSEMBLE_OF, derived.DENS, derived.MIN_MEMBERS) == ("sl1h", "dens", 2)
+    assert (paper.ENSEMBLE_OF, paper.DENS, derived.MIN_MEMBERS) == ("sl1h", "dens", 2)
 
 
 def test_ts_rows_are_variants_of_the_same_seeds(tmp_path):
