@@ -132,11 +132,7 @@ def find_failures(results) -> list[dict]:
     if not root.exists():
         return []
     out = []
-    candidates = sorted(set(root.rglob("*.failed.json")) | set(root.rglob("failed.json"))
-                        | set(root.glob("*/*/*/*/seed*/metrics.json")))
-    for f in candidates:
-        if any(part.startswith(".") for part in f.relative_to(root).parts):
-            continue  # a record still being written
+    for f in store.failure_files(root):
         try:
             obj = store.read_json(f)
             obj = obj if isinstance(obj, dict) else {}
@@ -149,13 +145,10 @@ def find_failures(results) -> list[dict]:
 
 
 def _failure_row(root: Path, f: Path, obj: dict) -> dict:
-    parts = list(f.relative_to(root).parts)
-    row = {k: obj.get(k, "") for k in ("dataset", "backbone", "method", "seed")}
-    for key, value in zip(("dataset", "backbone", "method"), parts[:-1]):
-        row[key] = row[key] or value
-    seed_dir = next((p for p in parts if p.startswith("seed") and p[4:].split(".")[0].isdigit()), "")
-    row["seed"] = row["seed"] if row["seed"] != "" else seed_dir[4:].split(".")[0]
-    row["config_hash"] = obj.get("config_hash") or (parts[3] if len(parts) >= 5 else "")
+    found = store.key_fields(root, f)  # the file's own fields first, then its path's
+    row = {k: obj.get(k, "") or found[k] for k in ("dataset", "backbone", "method")}
+    row["seed"] = obj["seed"] if obj.get("seed", "") != "" else found["seed"]
+    row["config_hash"] = obj.get("config_hash") or found["config_hash"]
     row.update(reason=_reason(obj), last_step=obj.get("last_step", obj.get("step", "")),
                path=str(f))
     return row
