@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.core import store
+from bench.core import outcomes, store
+from bench.core.outcomes import Failure
 from bench.report import frame
 # --config: which config is a row (re-exported: the report's callers use aggregate)
 from bench.report.configs import (CONFIG_RULES, ablation_key, parse_ablation,  # noqa: F401
@@ -146,12 +147,11 @@ def find_failures(results) -> list[dict]:
 
 def _failure_row(root: Path, f: Path, obj: dict) -> dict:
     found = store.key_fields(root, f)  # the file's own fields first, then its path's
-    row = {k: obj.get(k, "") or found[k] for k in ("dataset", "backbone", "method")}
-    row["seed"] = obj["seed"] if obj.get("seed", "") != "" else found["seed"]
-    row["config_hash"] = obj.get("config_hash") or found["config_hash"]
-    row.update(reason=_reason(obj), last_step=obj.get("last_step", obj.get("step", "")),
-               path=str(f))
-    return row
+    names = [obj.get(k, "") or found[k] for k in ("dataset", "backbone", "method")]
+    return Failure("not-done" if f.name == "metrics.json" else "failed", *names,
+                   obj.get("config_hash") or found["config_hash"],
+                   obj["seed"] if obj.get("seed", "") != "" else found["seed"], _reason(obj),
+                   str(f), obj.get("last_step", obj.get("step", ""))).to_row()
 
 
 # ---------------------------------------------------------------- grouping
@@ -231,8 +231,7 @@ def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[
 
 # csv.writer's line ends, as the CSVs had before pandas wrote them
 LINE_END = "\r\n"
-FAILURE_COLUMNS = ["dataset", "backbone", "method", "seed", "reason", "last_step", "path",
-                   "config_hash"]
+FAILURE_COLUMNS = list(outcomes.FAILURE_COLUMNS)
 
 
 def write_csv(path: Path, header: list[str], rows) -> Path:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bench.core import store
+from bench.core.outcomes import Failure
 
 METRICS = ("acc", "ece", "nll", "brier", "auc", "gap")
 COSTS = ("n_params", "train_seconds", "train_images_per_s", "infer_ms_per_image")
@@ -74,9 +75,8 @@ def record_row(root: Path, path: Path) -> dict:
 def damaged_failure(root: Path, path: Path, reason: str) -> dict:
     """A failed_runs.csv row for a record that cannot be read."""
     key = store.RecordKey.parse(path, root)
-    return {"dataset": key.dataset, "backbone": key.backbone, "method": key.method,
-            "config_hash": key.config_hash, "seed": key.seed, "reason": f"damaged: {reason}",
-            "last_step": "", "path": str(path)}
+    return Failure("damaged", key.dataset, key.backbone, key.method, key.config_hash, key.seed,
+                   f"damaged: {reason}", str(path)).to_row()
 
 
 def load_records(results, paths=None) -> tuple[pd.DataFrame, list[dict]]:

@@ -14,14 +14,14 @@ import json
 from pathlib import Path
 
 from bench.core import store
+from bench.core.outcomes import Failure
 
 LEFT_BEHIND = ("lock", "progress.json")  # side files a killed run leaves
 
 
-def _row(key: store.RecordKey, record: Path, reason: str, last_step="") -> dict:
-    return {"dataset": key.dataset, "backbone": key.backbone, "method": key.method,
-            "config_hash": key.config_hash, "seed": str(key.seed), "reason": reason,
-            "last_step": last_step, "path": str(record)}
+def _row(kind: str, key: store.RecordKey, record: Path, reason: str, last_step="") -> dict:
+    return Failure(kind, key.dataset, key.backbone, key.method, key.config_hash, str(key.seed),
+                   reason, str(record), last_step).to_row()
 
 
 def _progress(record: Path) -> dict:
@@ -41,8 +41,9 @@ def _interrupted(root: Path, live) -> dict[Path, dict]:
             continue
         step = _progress(record)
         at = f" at step {step['step']} of {step.get('total', '?')}" if "step" in step else ""
-        rows[record] = _row(key, record, f"interrupted{at}: its lock or progress file was "
-                            "left behind and no failure was recorded; `bench run` retrains it",
+        rows[record] = _row("interrupted", key, record,
+                            f"interrupted{at}: its lock or progress file was left behind and "
+                            "no failure was recorded; `bench run` retrains it",
                             step.get("step", ""))
     return rows
 
@@ -56,6 +57,6 @@ def unfinished_runs(results, live=None) -> list[dict]:
     for key in store.iter_seed_dirs(root):
         record = key.path(root)
         if record not in rows and not (record / "metrics.json").exists():
-            rows[record] = _row(key, record, "incomplete: seed folder without metrics.json; "
-                                "`bench run` retrains it")
+            rows[record] = _row("incomplete", key, record, "incomplete: seed folder without "
+                                "metrics.json; `bench run` retrains it")
     return [rows[k] for k in sorted(rows)]
