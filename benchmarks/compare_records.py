@@ -23,7 +23,7 @@ from bench.core import store
 
 def records(root: Path) -> dict:
     """Complete records (as bench.core.store finds them) by path relative to root."""
-    return {p.relative_to(root): p for p in store.iter_records(root)}
+    return {Path(k.label): k.path(root) for k in store.iter_records(root)}
 
 
 def row(rel, a: Path, b: Path) -> str:

@@ -190,25 +190,10 @@ RECORD_PATH_PATTERNS = {
     "seed<k> composed": r"(?<!\w)seed\{",  # f".../seed{k}", not f"..._seed{k}"
     "seed<k> parsed": r"(removeprefix|startswith)\(\s*[\"']seed|\[4:\]",
     "path parts indexed": r"\bparts\[",
+    "path under a root": r"\.relative_to\(",  # a record's label is its path under the root
     "deep parents": r"\.parents\[[3-9]\]",  # a record's results root is parents[4]
     "record glob": r"\*/\*/\*",
     "side folder": r"[\"']_sweep[\"']",
-}
-# Sites that predate the rule, to move to a store.RecordKey (path, parse,
-# label): module -> {pattern: count}. A new site fails the test below; when one
-# moves to store.py, lower its count here (the second test asks for it).
-KNOWN_RECORD_PATH_SITES = {
-    "bench.cli.report": {"path parts indexed": 1},  # the datasets found under --results
-    "bench.report.aggregate": {"record glob": 1, "path parts indexed": 2,
-                               "seed<k> parsed": 2},  # find_failures, _failure_row
-    "bench.report.frame": {"path parts indexed": 1, "seed<k> parsed": 1},  # record_key
-    "bench.report.summary": {"deep parents": 1},  # the results root of a record
-    "bench.report.unfinished": {"path parts indexed": 1, "seed<k> parsed": 1,
-                                "record glob": 1},
-    "bench.sweep.grid": {"seed<k> composed": 1},  # RunSpec.label
-    "bench.sweep.runstate": {"side folder": 1},  # the _sweep/ files of a record
-    "bench.train.experiment": {"seed<k> composed": 1},  # the resume state's key
-    "bench.train.groups": {"seed<k> composed": 1},  # a fused group's resume key
 }
 
 
@@ -231,20 +216,10 @@ RECORD_PATH_SITES = {name: sites for name, path in MODULES.items()
                      and (sites := record_path_sites(path.read_text()))}
 
 
-def test_no_new_record_path_outside_the_store():
-    new = {name: {k: n for k, n in sites.items()
-                  if n > KNOWN_RECORD_PATH_SITES.get(name, {}).get(k, 0)}
-           for name, sites in RECORD_PATH_SITES.items()}
-    assert {name: s for name, s in new.items() if s} == {}, (
-        "compose or parse record paths in bench/core/store.py and call it from here")
-
-
-def test_the_known_record_path_sites_only_shrink():
-    moved = {name: {k: n for k, n in sites.items()
-                    if n > RECORD_PATH_SITES.get(name, {}).get(k, 0)}
-             for name, sites in KNOWN_RECORD_PATH_SITES.items()}
-    assert {name: s for name, s in moved.items() if s} == {}, (
-        "these sites moved to the store: lower KNOWN_RECORD_PATH_SITES to match")
+def test_no_record_path_outside_the_store():
+    assert RECORD_PATH_SITES == {}, (
+        "compose or parse record paths in bench/core/store.py (RecordKey, side_file) "
+        "and call it from here")
 
 
 def test_the_record_path_heuristic_finds_each_kind():

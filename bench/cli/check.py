@@ -20,12 +20,12 @@ def add_parser(sub) -> None:
 
 def check(args) -> int:
     root = store.require_results_dir(args.results)
-    paths = store.iter_seed_dirs(root)
-    damaged = [(str(p.relative_to(root)), reason) for p in paths
-               if (reason := store.verify(p)) is not None]
+    keys = store.iter_seed_dirs(root)
+    damaged = [(k.label, reason) for k in keys
+               if (reason := store.verify(k.path(root))) is not None]
     if damaged:
         print(tabulate(damaged, headers=["damaged record", "reason"], tablefmt="github"))
-    print(f"{len(paths)} record(s) under {root}: {len(paths) - len(damaged)} intact, "
+    print(f"{len(keys)} record(s) under {root}: {len(keys) - len(damaged)} intact, "
           f"{len(damaged)} damaged" + ("; `bench run` with the same options moves them "
                                        "aside and retrains them" if damaged else ""))
     return 1 if damaged else 0

@@ -152,8 +152,7 @@ def load(args):
     notes = [f"skipped damaged record {f['path']}: {f['reason'].removeprefix('damaged: ')}"
              for f in damaged]
     if not runs:
-        found = sorted({p.relative_to(args.results).parts[0] for p in
-                        store.iter_records(args.results)}) if Path(args.results).exists() else []
+        found = store.datasets_under(args.results)
         raise BenchError(f"no finished run records under {args.results}/ matching the filters "
                          f"(datasets with records: {', '.join(found) or 'none'}; "
                          f"{len(failures)} failed runs)")

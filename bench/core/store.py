@@ -4,6 +4,13 @@ results/<dataset>/<backbone>/<method>/<config-hash>/seed<k>/
     config.json       resolved config, seed, provenance
     metrics.json      val/test metrics, best cycle, timing, status
     predictions.npz   per-head val/test logits [N, M, K] and labels
+results/<dataset>/<backbone>/<method>/<config-hash>/_sweep/
+    seed<k>.<kind>    side files of a run that is not (yet) a record: lock,
+                      progress, failure, log, cycle-end state
+
+This module is the one place that composes or parses these paths: a record
+is named by its `RecordKey` (path, parse, label), its side files by
+`side_file`; every other module goes through them.
 
 A record is assembled in a hidden sibling directory and renamed into place
 only when every file is written, so a killed run never looks finished, and
@@ -22,6 +29,7 @@ import os
 import re
 import shutil
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -33,7 +41,11 @@ from bench.core.files import read_json, write_json
 DONE = "done"
 FILES = ("config.json", "predictions.npz")  # checksummed in metrics.json["files"]
 DIGEST = "digest"  # metrics.json's own sha256, over its other keys
-SEED_DIR = re.compile(r"seed\d+")  # a record's own name; moved-aside copies do not match
+# a record's own name as the harness writes it (no leading zeros, so a key's
+# path is the folder it was parsed from); moved-aside copies do not match
+SEED_DIR = re.compile(r"seed(0|[1-9]\d*)")
+SIDE_DIR = "_sweep"  # a config's side folder, beside its seed folders
+LEVELS = ("dataset", "backbone", "method", "config_hash")  # the folders above seed<k>
 
 
 def require_writable_dir(path, flag: str) -> Path:
@@ -81,18 +93,117 @@ def _virtual_root(path: Path) -> str | None:
                  if resolved == Path(root) or Path(root) in resolved.parents), None)
 
 
+# ------------------------------------------------------------ record key --
+@dataclass(frozen=True)
+class RecordKey:
+    """What names one run record: <dataset>/<backbone>/<method>/<config-hash>/seed<k>
+    under a results root. Each name is one folder level, so none may hold a '/'."""
+
+    dataset: str
+    backbone: str
+    method: str
+    config_hash: str
+    seed: int
+
+    def __post_init__(self):
+        for level in LEVELS:
+            value = getattr(self, level)
+            if "/" in value or os.sep in value or value in (".", ".."):
+                raise BenchError(f"{level} {value!r}: not a folder name (a record is "
+                                 "<dataset>/<backbone>/<method>/<config-hash>/seed<k>)")
+
+    @property
+    def seed_name(self) -> str:
+        return f"seed{self.seed}"
+
+    @property
+    def label(self) -> str:
+        """'<dataset>/<backbone>/<method>/<config-hash>/seed<k>': the record's
+        path under its results root, as the sweep and `bench check` print it."""
+        return "/".join((*self._levels(), self.seed_name))
+
+    @property
+    def run_id(self) -> str:
+        """'<config-hash>/seed<k>': the run within its config (a resume state's key)."""
+        return f"{self.config_hash}/{self.seed_name}"
+
+    def _levels(self) -> tuple[str, ...]:
+        return tuple(getattr(self, level) for level in LEVELS)
+
+    def path(self, root) -> Path:
+        return Path(root).joinpath(*self._levels(), self.seed_name)
+
+    @classmethod
+    def parse(cls, path, root=None) -> "RecordKey":
+        """The key of the record folder `path` (its last five levels, or the whole
+        of it relative to `root`); one-line BenchError when it is not a record's path."""
+        path = Path(path)
+        try:
+            parts = path.relative_to(root).parts if root is not None else path.parts[-5:]
+        except ValueError:  # not under root
+            parts = ()
+        if len(parts) != 5 or not SEED_DIR.fullmatch(parts[4]):
+            raise BenchError(f"{path}: not a run record folder (want <results>/<dataset>/"
+                             "<backbone>/<method>/<config-hash>/seed<k>)")
+        return cls(*parts[:4], int(parts[4][4:]))
+
+    @staticmethod
+    def root_of(path) -> Path:
+        """The results root a record folder lies under."""
+        return Path(path).parents[len(LEVELS)]
+
+
 def record_dir(root, dataset: str, backbone: str, method: str, chash: str, seed: int) -> Path:
-    return Path(root) / dataset / backbone / method / chash / f"seed{seed}"
+    return RecordKey(dataset, backbone, method, chash, seed).path(root)
+
+
+def side_file(record, suffix: str) -> Path:
+    """`<config-hash>/_sweep/seed<k>.<suffix>`: a side file of the record folder
+    `record`, beside it and never inside it, so nothing that reads records sees it."""
+    record = Path(record)
+    return record.parent / SIDE_DIR / f"{record.name}.{suffix}"
 
 
 def state_path(record, group: str | None = None) -> Path:
     """Where an unfinished run saves its state at each cycle end (bench.train.resume):
-    `<config-hash>/_sweep/seed<k>.state.pt` beside the record, never inside it,
-    so nothing that reads records sees it; a fused group's state is named after
-    its first member plus a digest of the whole group (`group`)."""
-    record = Path(record)
-    tag = f".group-{group}" if group else ""
-    return record.parent / "_sweep" / f"{record.name}{tag}.state.pt"
+    `<config-hash>/_sweep/seed<k>.state.pt` beside the record; a fused group's state
+    is named after its first member plus a digest of the whole group (`group`)."""
+    return side_file(record, f"group-{group}.state.pt" if group else "state.pt")
+
+
+def iter_side_records(root, kinds) -> list[RecordKey]:
+    """The keys of the records under `root` that have a side file of one of
+    `kinds` (suffixes such as 'lock'), each once, ordered by side file."""
+    root = Path(root)
+    keys: dict[RecordKey, None] = {}
+    for side in sorted(root.glob(f"*/*/*/*/{SIDE_DIR}/seed*")):
+        seed, _, kind = side.name.partition(".")
+        if kind in kinds and SEED_DIR.fullmatch(seed):
+            keys.setdefault(RecordKey.parse(side.parent.with_name(seed), root))
+    return list(keys)
+
+
+def failure_files(root) -> list[Path]:
+    """Files that may tell of a failed run: `*.failed.json` (and `failed.json`)
+    anywhere, and every record's metrics.json; none under a hidden folder (a
+    record still being written)."""
+    root = Path(root)
+    found = (set(root.rglob("*.failed.json")) | set(root.rglob("failed.json"))
+             | set(root.glob("*/*/*/*/seed*/metrics.json")))
+    return [f for f in sorted(found)
+            if not any(part.startswith(".") for part in f.relative_to(root).parts)]
+
+
+def key_fields(root, file) -> dict:
+    """The record fields a file's path under `root` tells, as text ('' where it
+    tells none): dataset, backbone and method from the top folders, the seed
+    from a 'seed<k>...' part, the config hash from the fourth folder of a path
+    at least five deep. Lenient: a failure file may lie anywhere."""
+    parts = Path(file).relative_to(root).parts
+    fields = dict(zip(LEVELS[:3], parts[:-1]))
+    seed = next((p for p in parts if p.startswith("seed") and p[4:].split(".")[0].isdigit()), "")
+    return {**{k: fields.get(k, "") for k in LEVELS[:3]}, "seed": seed[4:].split(".")[0],
+            "config_hash": parts[3] if len(parts) >= 5 else ""}
 
 
 def is_complete(path: Path) -> bool:
@@ -153,18 +264,24 @@ def load_predictions(path: Path) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.files}
 
 
-def iter_records(root) -> list[Path]:
-    """Every complete record under `root` (temporaries and moved-aside copies are skipped)."""
-    return [p for p in iter_seed_dirs(root) if is_complete(p)]
+def iter_records(root) -> list[RecordKey]:
+    """The key of every complete record under `root` (temporaries and moved-aside
+    copies are skipped), in the order of their paths."""
+    return [k for k in iter_seed_dirs(root) if is_complete(k.path(root))]
 
 
-def iter_seed_dirs(root) -> list[Path]:
-    """Every record directory under `root`, complete or damaged."""
+def iter_seed_dirs(root) -> list[RecordKey]:
+    """The key of every record folder under `root`, complete or damaged."""
     root = Path(root)
     if not root.is_dir():
         return []
-    return sorted(p for p in root.glob("*/*/*/*/seed*")
-                  if p.is_dir() and SEED_DIR.fullmatch(p.name))
+    return [RecordKey.parse(p, root) for p in sorted(root.glob("*/*/*/*/seed*"))
+            if p.is_dir() and SEED_DIR.fullmatch(p.name)]
+
+
+def datasets_under(root) -> list[str]:
+    """The datasets that have complete records under `root`, sorted."""
+    return sorted({k.dataset for k in iter_records(root)})
 
 
 # ---------------------------------------------------------------- verify --

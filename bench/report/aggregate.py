@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.core import store
+from bench.core import outcomes, store
+from bench.core.outcomes import Failure
 from bench.report import frame
 # --config: which config is a row (re-exported: the report's callers use aggregate)
 from bench.report.configs import (CONFIG_RULES, ablation_key, parse_ablation,  # noqa: F401
@@ -133,11 +134,7 @@ def find_failures(results) -> list[dict]:
     if not root.exists():
         return []
     out = []
-    candidates = sorted(set(root.rglob("*.failed.json")) | set(root.rglob("failed.json"))
-                        | set(root.glob("*/*/*/*/seed*/metrics.json")))
-    for f in candidates:
-        if any(part.startswith(".") for part in f.relative_to(root).parts):
-            continue  # a record still being written
+    for f in store.failure_files(root):
         try:
             obj = store.read_json(f)
             obj = obj if isinstance(obj, dict) else {}
@@ -150,16 +147,12 @@ def find_failures(results) -> list[dict]:
 
 
 def _failure_row(root: Path, f: Path, obj: dict) -> dict:
-    parts = list(f.relative_to(root).parts)
-    row = {k: obj.get(k, "") for k in ("dataset", "backbone", "method", "seed")}
-    for key, value in zip(("dataset", "backbone", "method"), parts[:-1]):
-        row[key] = row[key] or value
-    seed_dir = next((p for p in parts if p.startswith("seed") and p[4:].split(".")[0].isdigit()), "")
-    row["seed"] = row["seed"] if row["seed"] != "" else seed_dir[4:].split(".")[0]
-    row["config_hash"] = obj.get("config_hash") or (parts[3] if len(parts) >= 5 else "")
-    row.update(reason=_reason(obj), last_step=obj.get("last_step", obj.get("step", "")),
-               path=str(f))
-    return row
+    found = store.key_fields(root, f)  # the file's own fields first, then its path's
+    names = [obj.get(k, "") or found[k] for k in ("dataset", "backbone", "method")]
+    return Failure("not-done" if f.name == "metrics.json" else "failed", *names,
+                   obj.get("config_hash") or found["config_hash"],
+                   obj["seed"] if obj.get("seed", "") != "" else found["seed"], _reason(obj),
+                   str(f), obj.get("last_step", obj.get("step", ""))).to_row()
 
 
 # ---------------------------------------------------------------- grouping
@@ -239,8 +232,7 @@ def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[
 
 # csv.writer's line ends, as the CSVs had before pandas wrote them
 LINE_END = "\r\n"
-FAILURE_COLUMNS = ["dataset", "backbone", "method", "seed", "reason", "last_step", "path",
-                   "config_hash"]
+FAILURE_COLUMNS = list(outcomes.FAILURE_COLUMNS)
 
 
 def write_csv(path: Path, header: list[str], rows) -> Path:

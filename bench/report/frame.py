@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bench.core import store
+from bench.core.outcomes import Failure
 
 METRICS = ("acc", "ece", "nll", "brier", "auc", "gap")
 COSTS = ("n_params", "train_seconds", "train_images_per_s", "infer_ms_per_image")
@@ -36,11 +37,6 @@ def damaged(path: Path) -> str | None:
     store.verify checks the files against the checksums the record wrote last
     (older records without checksums are checked by reading every array)."""
     return store.verify(path)
-
-
-def _parts(root: Path, path: Path) -> tuple[str, str, str, str, int]:
-    dataset, backbone, method, chash, seed_dir = path.relative_to(root).parts[:5]
-    return dataset, backbone, method, chash, int(seed_dir.removeprefix("seed"))
 
 
 def settings(cfg: dict) -> dict:
@@ -62,10 +58,11 @@ def record_row(root: Path, path: Path) -> dict:
         cfg = store.read_json(path / "config.json")
     except READ_ERRORS:
         cfg = {}
-    dataset, backbone, method, chash, seed = _parts(root, path)
-    row = {"dataset": cfg.get("dataset", dataset), "backbone": cfg.get("backbone", backbone),
-           "method": cfg.get("method", method), "config_hash": chash,
-           "seed": int(cfg.get("seed", seed)), "heads": int(cfg.get("heads", 1))}
+    key = store.RecordKey.parse(path, root)
+    row = {"dataset": cfg.get("dataset", key.dataset),
+           "backbone": cfg.get("backbone", key.backbone), "method": cfg.get("method", key.method),
+           "config_hash": key.config_hash, "seed": int(cfg.get("seed", key.seed)),
+           "heads": int(cfg.get("heads", 1))}
     for split in ("test", "val"):
         row.update({f"{split}_{k}": float(m[split][k]) for k in METRICS
                     if k in (m.get(split) or {})})
@@ -77,10 +74,9 @@ def record_row(root: Path, path: Path) -> dict:
 
 def damaged_failure(root: Path, path: Path, reason: str) -> dict:
     """A failed_runs.csv row for a record that cannot be read."""
-    dataset, backbone, method, chash, seed = _parts(root, path)
-    return {"dataset": dataset, "backbone": backbone, "method": method, "config_hash": chash,
-            "seed": seed, "reason": f"damaged: {reason}", "last_step": "",
-            "path": str(path)}
+    key = store.RecordKey.parse(path, root)
+    return Failure("damaged", key.dataset, key.backbone, key.method, key.config_hash, key.seed,
+                   f"damaged: {reason}", str(path)).to_row()
 
 
 def load_records(results, paths=None) -> tuple[pd.DataFrame, list[dict]]:
@@ -88,7 +84,8 @@ def load_records(results, paths=None) -> tuple[pd.DataFrame, list[dict]]:
     `results`, or of the given record `paths` only."""
     root = Path(results)
     rows, failures = [], []
-    for p in (store.iter_records(root) if paths is None else map(Path, paths)):
+    for p in ([k.path(root) for k in store.iter_records(root)] if paths is None
+              else map(Path, paths)):
         why = damaged(p)
         if why is None:
             rows.append(record_row(root, p))

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
+from bench.core import store
 from bench.core.paper import Variant
 from bench.report import aggregate, frame
 
@@ -46,7 +47,7 @@ def summary_rows(groups) -> list[list]:
     """One row per experiment, then its derived rows (+ts, and dens for sl1h)."""
     rows = []
     for paths in group_paths(groups).values():
-        df, _ = frame.load_records(paths[0].parents[4], paths)
+        df, _ = frame.load_records(store.RecordKey.root_of(paths[0]), paths)
         built, _ = aggregate.build_groups(aggregate.runs_of(df))
         by_variant = {g.variant: g for g in built.values()}
         rows += [_row(by_variant[v]) for v in SHOWN if v in by_variant]

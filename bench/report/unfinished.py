@@ -11,24 +11,22 @@ counts as left behind.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from bench.core import store
+from bench.core.outcomes import Failure
 
-SIDE = re.compile(r"(seed\d+)\.(lock|progress\.json)")
-
-
-def _row(root: Path, record: Path, reason: str, last_step="") -> dict:
-    dataset, backbone, method, chash = record.relative_to(root).parts[:4]
-    return {"dataset": dataset, "backbone": backbone, "method": method, "config_hash": chash,
-            "seed": record.name.removeprefix("seed"), "reason": reason,
-            "last_step": last_step, "path": str(record)}
+LEFT_BEHIND = ("lock", "progress.json")  # side files a killed run leaves
 
 
-def _progress(sweep: Path, seed: str) -> dict:
+def _row(kind: str, key: store.RecordKey, record: Path, reason: str, last_step="") -> dict:
+    return Failure(kind, key.dataset, key.backbone, key.method, key.config_hash, str(key.seed),
+                   reason, str(record), last_step).to_row()
+
+
+def _progress(record: Path) -> dict:
     try:
-        obj = json.loads((sweep / f"{seed}.progress.json").read_text())
+        obj = json.loads(store.side_file(record, "progress.json").read_text())
         return obj if isinstance(obj, dict) else {}
     except (OSError, ValueError):
         return {}
@@ -36,19 +34,16 @@ def _progress(sweep: Path, seed: str) -> dict:
 
 def _interrupted(root: Path, live) -> dict[Path, dict]:
     rows = {}
-    for side in sorted(root.glob("*/*/*/*/_sweep/seed*")):
-        match = SIDE.fullmatch(side.name)
-        if not match:
-            continue
-        record = side.parent.parent / match.group(1)
-        if (record in rows or store.is_complete(record)
-                or side.with_name(f"{match.group(1)}.failed.json").exists()
+    for key in store.iter_side_records(root, LEFT_BEHIND):
+        record = key.path(root)
+        if (store.is_complete(record) or store.side_file(record, "failed.json").exists()
                 or (live is not None and live(record))):
             continue
-        step = _progress(side.parent, match.group(1))
+        step = _progress(record)
         at = f" at step {step['step']} of {step.get('total', '?')}" if "step" in step else ""
-        rows[record] = _row(root, record, f"interrupted{at}: its lock or progress file was "
-                            "left behind and no failure was recorded; `bench run` retrains it",
+        rows[record] = _row("interrupted", key, record,
+                            f"interrupted{at}: its lock or progress file was left behind and "
+                            "no failure was recorded; `bench run` retrains it",
                             step.get("step", ""))
     return rows
 
@@ -59,8 +54,9 @@ def unfinished_runs(results, live=None) -> list[dict]:
     if not root.is_dir():
         return []
     rows = _interrupted(root, live)
-    for record in store.iter_seed_dirs(root):
+    for key in store.iter_seed_dirs(root):
+        record = key.path(root)
         if record not in rows and not (record / "metrics.json").exists():
-            rows[record] = _row(root, record, "incomplete: seed folder without metrics.json; "
-                                "`bench run` retrains it")
+            rows[record] = _row("incomplete", key, record, "incomplete: seed folder without "
+                                "metrics.json; `bench run` retrains it")
     return [rows[k] for k in sorted(rows)]

@@ -45,13 +45,16 @@ class RunSpec:
     plugins: tuple = ()
 
     @property
+    def key(self) -> store.RecordKey:
+        return store.RecordKey(self.dataset, self.backbone, self.method, self.chash, self.seed)
+
+    @property
     def record(self) -> Path:
-        return store.record_dir(self.results, self.dataset, self.backbone, self.method,
-                                self.chash, self.seed)
+        return self.key.path(self.results)
 
     @property
     def label(self) -> str:
-        return f"{self.dataset}/{self.backbone}/{self.method}/{self.chash}/seed{self.seed}"
+        return self.key.label
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)

@@ -7,9 +7,8 @@ from tabulate import tabulate
 from tqdm import tqdm
 
 from bench.core import store
+from bench.core.outcomes import FINAL, Outcome
 from bench.sweep.executors import EXECUTORS
-
-STATUSES = ("done", "skipped", "busy", "failed")
 
 
 def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
@@ -18,7 +17,7 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
     for s in specs:  # one look at each record: a run finishing meanwhile is counted once
         set_aside_if_damaged(s)
         if not s.force and store.is_complete(s.record):
-            outcomes.append({"label": s.label, "record": str(s.record), "status": "skipped"})
+            outcomes.append(Outcome.of(s, "skipped").to_dict())
         else:
             todo.append(s)
     bar = tqdm(total=len(specs), initial=len(outcomes), desc="sweep", unit="run",
@@ -62,9 +61,9 @@ def set_aside_if_damaged(spec) -> bool:
 
 
 def count(outcomes) -> dict:
-    counts = dict.fromkeys(STATUSES, 0)
+    counts = dict.fromkeys(FINAL, 0)
     for o in outcomes:
-        counts[o["status"]] += 1
+        counts[Outcome.from_dict(o).status] += 1  # a status outside the set fails here
     return counts
 
 

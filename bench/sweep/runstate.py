@@ -23,14 +23,10 @@ import uuid
 from pathlib import Path
 
 from bench.core import files
+from bench.core.store import side_file  # the side folder's one home (and executors' use)
 
 STALE_SECONDS = float(os.environ.get("BENCH_STALE_LOCK_SECONDS", 30 * 60))
 FRESH_EMPTY_SECONDS = 60.0  # a lock still being written is treated as live this long
-
-
-def side_file(record: Path, suffix: str) -> Path:
-    record = Path(record)
-    return record.parent / "_sweep" / f"{record.name}.{suffix}"
 
 
 def lock_path(record) -> Path:

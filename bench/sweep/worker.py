@@ -17,6 +17,7 @@ import traceback
 from bench.sweep import runstate
 from bench.core import files, plugins, store
 from bench.core.errors import BenchError, disk_full_message, is_disk_full
+from bench.core.outcomes import Outcome
 from bench.sweep.grid import RunSpec, experiment_for
 
 HEARTBEAT_SECONDS = 1.0  # progress file (last step) at most this often
@@ -65,24 +66,23 @@ def execute(spec: RunSpec) -> dict:
     try:
         outs, held = _claim([spec], t0)
     except OSError as err:  # a full disk: even the lock cannot be written
-        return {"label": spec.label, "record": str(spec.record), "status": "failed",
-                "reason": classify(err, spec), "last_step": None, "start": t0,
-                "end": time.time(), "log": str(runstate.log_path(spec.record))}
+        return Outcome.of(spec, "failed", reason=classify(err, spec), last_step=None, start=t0,
+                          end=time.time(), log=str(runstate.log_path(spec.record))).to_dict()
     out = outs[spec.label]
     if not held:  # skipped or busy
-        return {**out, "end": time.time()}
+        return out.but(end=time.time()).to_dict()
     log, ctx = RunLog(spec.record), {}
     try:
-        log(f"start {spec.label} pid {os.getpid()} on {out['host']}, "
-            f"CUDA_VISIBLE_DEVICES={out['cuda_visible_devices']}")
+        log(f"start {spec.label} pid {os.getpid()} on {out.info['host']}, "
+            f"CUDA_VISIBLE_DEVICES={out.info['cuda_visible_devices']}")
         result = _train(spec, log, ctx)
         _mark_done(spec, log, f"done in {time.time() - t0:.1f} s: {result}")
-        return {**out, "status": "done", "end": time.time(), "steps": ctx["counter"].step}
+        return out.but(status="done", end=time.time(), steps=ctx["counter"].step).to_dict()
     except Exception as err:  # noqa: BLE001 - every failure is recorded, then the sweep goes on
         reason, last = classify(err, spec), _last_step(err, ctx.get("counter"))
         _mark_failed(spec, log, reason, last)
-        return {**out, "status": "failed", "reason": reason, "last_step": last,
-                "end": time.time()}
+        return out.but(status="failed", reason=reason, last_step=last,
+                       end=time.time()).to_dict()
     finally:
         runstate.release(spec.record)
 
@@ -161,7 +161,7 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
             result = _train_group(held, logs, ctx)
             for spec, log in zip(held, logs):
                 _mark_done(spec, log, f"done in {time.time() - t0:.1f} s (fused): {result}")
-                outs[spec.label].update(status="done", steps=_steps(ctx))
+                outs[spec.label] = outs[spec.label].but(status="done", steps=_steps(ctx))
     except Exception as err:  # noqa: BLE001 - every member's failure is recorded
         reason = classify(err, held[0])
         last = _last_step(err, ctx.get("counter")) or _steps(ctx)
@@ -169,15 +169,16 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
             if _written_since(spec.record, t0):  # saved before a later member's save failed
                 _mark_done(spec, log, f"done in {time.time() - t0:.1f} s (fused; the group "
                            f"then failed: {reason})")
-                outs[spec.label].update(status="done", steps=_steps(ctx))
+                outs[spec.label] = outs[spec.label].but(status="done", steps=_steps(ctx))
                 continue
             _mark_failed(spec, log, reason, last)
-            outs[spec.label].update(status="failed", reason=reason, last_step=last)
+            outs[spec.label] = outs[spec.label].but(status="failed", reason=reason,
+                                                    last_step=last)
     finally:
         for spec in held:
             runstate.release(spec.record)
     end = time.time()
-    return [{**outs[s.label], "end": end} for s in specs]
+    return [outs[s.label].but(end=end).to_dict() for s in specs]
 
 
 def _steps(ctx: dict) -> int:
@@ -189,25 +190,24 @@ def _written_since(record, t0: float) -> bool:
     return store.is_complete(record) and (record / "metrics.json").stat().st_mtime >= t0
 
 
-def _claim(specs: list[RunSpec], t0: float) -> tuple[dict, list[RunSpec]]:
+def _claim(specs: list[RunSpec], t0: float) -> tuple[dict[str, Outcome], list[RunSpec]]:
     """Lock every unfinished run: (label -> outcome so far, runs now held).
     A run finished meanwhile is skipped; one held by a live process is busy."""
     outs, held, host = {}, [], socket.gethostname()
     for spec in specs:
-        out = {"label": spec.label, "record": str(spec.record), "pid": os.getpid(),
-               "host": host, "start": t0, "log": str(runstate.log_path(spec.record)),
-               "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-               "status": "skipped"}
-        outs[spec.label] = out
+        out = outs[spec.label] = Outcome.of(
+            spec, "skipped", pid=os.getpid(), host=host, start=t0,
+            log=str(runstate.log_path(spec.record)),
+            cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"))
         if store.is_complete(spec.record) and not spec.force:
             continue
         holder = runstate.acquire(spec.record)
         if holder:
-            out.update(status="busy", reason=f"being trained by {holder}")
+            outs[spec.label] = out.but(status="busy", reason=f"being trained by {holder}")
         elif store.is_complete(spec.record) and not spec.force:
             runstate.release(spec.record)  # finished while we waited
         else:
-            out["status"] = "running"
+            outs[spec.label] = out.but(status="running")
             held.append(spec)
             runstate.clear_progress(spec.record)  # a killed attempt's step is stale
     return outs, held

@@ -64,8 +64,11 @@ class Experiment:
     def chash(self) -> str:
         return config_hash(self.payload())
 
+    def key(self, seed: int) -> store.RecordKey:
+        return store.RecordKey(self.dataset, self.backbone, self.method, self.chash, seed)
+
     def record_dir(self, root, seed: int) -> Path:
-        return store.record_dir(root, self.dataset, self.backbone, self.method, self.chash, seed)
+        return self.key(seed).path(root)
 
 
 def make_experiment(bundle, backbone: str, method, cfg: TrainConfig,
@@ -149,7 +152,7 @@ def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | 
         return "skipped", path
     device = device or default_device()
     model, bb = init_model(exp, bundle, method, seed)
-    state = CycleState(store.state_path(path), f"{exp.chash}/seed{seed}")
+    state = CycleState(store.state_path(path), exp.key(seed).run_id)
     result = train(model, method, exp.train, bundle, seed, device=device, progress=progress,
                    on_step=on_step, state=state)
     save_run(path, exp, bundle, seed, result, n_params(model), bb.weights, device)

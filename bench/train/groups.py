@@ -155,6 +155,6 @@ def group_state(first_record, trained: list):
     from bench.core import store
     from bench.train.resume import CycleState
 
-    key = " ".join(f"{exp.chash}/seed{seed}" for exp, seed in trained)
+    key = " ".join(exp.key(seed).run_id for exp, seed in trained)
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return CycleState(store.state_path(first_record, digest), key)

@@ -212,8 +212,8 @@ def test_point8_report_notes_a_table_mixing_thread_counts(mixed, tmp_path, capsy
     from report_records import write_known
 
     root = write_known(tmp_path / "results")
-    for i, path in enumerate(store.iter_records(root)):
-        _restamp(path, 1 + (mixed and i == 0))
+    for i, key in enumerate(store.iter_records(root)):
+        _restamp(key.path(root), 1 + (mixed and i == 0))
     assert main(["report", "--results", str(root), "--out", str(tmp_path / "o"), "--no-plots",
                  "--no-ts", "--no-progress"]) == 0
     out = capsys.readouterr().out

@@ -94,8 +94,8 @@ def _copy(trained, tmp_path):
 
     root = tmp_path / "results"
     shutil.copytree(trained, root)
-    (record,) = store.iter_seed_dirs(root)
-    return root, record
+    (key,) = store.iter_seed_dirs(root)
+    return root, key.path(root)
 
 
 def _as_earlier_versions_wrote_it(record) -> None:

@@ -16,6 +16,10 @@ from bench.cli.main import main
 TINY = ["--profile", "quick", "--set", "cycles=1", "--set", "image_size=16", "--no-progress"]
 
 
+def record_paths(root: Path) -> list[Path]:
+    return [key.path(root) for key in store.iter_records(root)]
+
+
 def seed_dirs(root: Path) -> dict[str, Path]:
     return {p.name: p for p in root.glob("digits/smallcnn/sl1h/*/seed*")}
 
@@ -181,7 +185,7 @@ def test_point1_damaged_record_is_moved_aside_and_retrained(tmp_path, capsys):
     assert "DAMAGED" in out and "1 trained, 0 already done" in out
     (aside,) = path.parent.glob("seed0.damaged-*")
     assert (aside / "predictions.npz").stat().st_size == 100  # kept, not deleted
-    assert store.verify(path) is None and store.iter_records(tmp_path) == [path]
+    assert store.verify(path) is None and record_paths(tmp_path) == [path]
     assert main(["check", "--results", str(tmp_path)]) == 0
     (path / "config.json").unlink()
     assert main(["check", "--results", str(tmp_path)]) == 1
@@ -254,7 +258,7 @@ def test_sigkill_inside_the_record_write(tmp_path, stage, old):
     assert proc.returncode == -signal.SIGKILL
     if old:
         assert store.is_complete(path) and store.read_json(path / "config.json") == {"a": 1}
-        assert store.iter_records(tmp_path) == [path]
+        assert record_paths(tmp_path) == [path]
     else:
         assert not path.exists() and not store.is_complete(path)
         assert store.iter_records(tmp_path) == []
@@ -262,4 +266,40 @@ def test_sigkill_inside_the_record_write(tmp_path, stage, old):
     assert all(p.name.startswith(".seed0.tmp-") for p in path.parent.iterdir() if p != path)
     store.write_record(path, {"a": 3}, {"x": 3}, {"v": np.zeros(2)})
     assert store.is_complete(path) and store.read_json(path / "config.json") == {"a": 3}
-    assert store.iter_records(tmp_path) == [path]
+    assert record_paths(tmp_path) == [path]
+
+
+# ------------------------------------------------------------ record key --
+def test_record_key_path_parse_and_label_agree(tmp_path):
+    key = store.RecordKey("toy", "timm:resnet18", "2hml", "abc123", 12)
+    path = tmp_path / "toy" / "timm:resnet18" / "2hml" / "abc123" / "seed12"
+    assert key.path(tmp_path) == path == store.record_dir(tmp_path, *vars(key).values())
+    assert store.RecordKey.parse(path, tmp_path) == key == store.RecordKey.parse(path)
+    assert key.label == "toy/timm:resnet18/2hml/abc123/seed12" == str(path.relative_to(tmp_path))
+    assert key.run_id == "abc123/seed12"
+    assert store.RecordKey.root_of(path) == tmp_path
+    assert store.side_file(path, "lock") == path.parent / "_sweep" / "seed12.lock"
+    assert store.state_path(path, "d1") == path.parent / "_sweep" / "seed12.group-d1.state.pt"
+
+
+@pytest.mark.parametrize("bad", ["toy/r/m/h/seed1.damaged-20250101T000000Z", "toy/r/m/h",
+                                 "toy/r/m/h/seed01", "toy/r/m/h/x/seed1", "toy/r/m/h/_sweep"])
+def test_a_path_that_is_not_a_record_is_one_line(tmp_path, bad):
+    with pytest.raises(store.BenchError, match="not a run record folder") as err:
+        store.RecordKey.parse(tmp_path / bad, tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def test_a_name_with_a_slash_would_add_a_level():
+    with pytest.raises(store.BenchError, match="backbone 'timm/resnet18': not a folder name"):
+        store.RecordKey("toy", "timm/resnet18", "sl1h", "h", 0)
+
+
+def test_iter_records_gives_keys_in_path_order(tmp_path):
+    for seed in (10, 2, 0):
+        store.write_record(store.record_dir(tmp_path, "toy", "r", "m", "h", seed), {}, {},
+                           {"v": np.zeros(1)})
+    store.record_dir(tmp_path, "toy", "r", "m", "h", 3).mkdir()  # no metrics.json: not complete
+    assert [k.seed for k in store.iter_records(tmp_path)] == [0, 10, 2]  # as paths sort
+    assert [k.seed for k in store.iter_seed_dirs(tmp_path)] == [0, 10, 2, 3]
+    assert store.datasets_under(tmp_path) == ["toy"] and store.datasets_under(tmp_path / "x") == []

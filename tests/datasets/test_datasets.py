@@ -90,7 +90,7 @@ def run_bench(dataset: str, root: Path, tmp: Path, *extra: str) -> int:
 
 
 def only_record(tmp: Path):
-    records = store.iter_records(tmp / "results")
+    records = [k.path(tmp / "results") for k in store.iter_records(tmp / "results")]
     assert len(records) == 1
     config = store.read_json(records[0] / "config.json")
     return config, store.load_predictions(records[0])

@@ -157,7 +157,8 @@ def test_weights_recorded_in_config_and_hash(tmp_path):
                  "resnet18", "--seeds", "1", "--results", str(tmp_path / "res"),
                  "--no-progress", "--profile", "quick", "--set", "cycles=1", "--set",
                  "epochs_per_cycle=1", "--device", "cpu", "--weights", str(weights)]) == 0
-    (record,) = store.iter_records(tmp_path / "res")
+    (key,) = store.iter_records(tmp_path / "res")
+    record = key.path(tmp_path / "res")
     config = store.read_json(record / "config.json")
     spec = resolve_weights("resnet18", weights=str(weights))
     assert config["backbone_weights"] == spec.label == config["weights"]
