@@ -6,6 +6,8 @@ from bench.core.errors import BenchError
 from bench.report import stats
 from bench.report.tables import REFERENCE
 
+COLUMNS = ("dataset", "backbone", "row", "metric", "test", "n", "statistic", "p", "significant")
+
 
 def check_reference(reference: str, present) -> None:
     """The reference must be a trained method with records in this report."""
@@ -15,9 +17,9 @@ def check_reference(reference: str, present) -> None:
 
 
 def significance(groups: dict, test: str, alpha: float,
-                 reference: str = REFERENCE) -> tuple[dict, list[list]]:
+                 reference: str = REFERENCE) -> tuple[dict, list[dict]]:
     """(dataset, backbone, row) -> {metric: p < alpha} against `reference`;
-    CSV rows. A TS-table row is compared with that table's un-scaled
+    one dict per test (COLUMNS, the rows of stats/paired_tests.csv). A TS-table row is compared with that table's un-scaled
     reference row (logits averaged, T = 1)."""
     marks, rows = {}, []
     for (ds, bb, key), g in sorted(groups.items()):
@@ -29,5 +31,6 @@ def significance(groups: dict, test: str, alpha: float,
         marks[(ds, bb, key)] = {m: r is not None and r.p < alpha for m, r in res.items()}
         for m, r in res.items():
             if r is not None:
-                rows.append([ds, bb, key, m, r.test, r.n, r.statistic, r.p, r.p < alpha])
+                rows.append(dict(zip(COLUMNS, (ds, bb, key, m, r.test, r.n, r.statistic,
+                                               r.p, r.p < alpha))))
     return marks, rows
