@@ -107,8 +107,7 @@ def figure(rows: list[dict], stem: Path) -> list[Path]:
     stem.png and stem.pdf."""
     from bench.report import plots  # matplotlib only when a figure is drawn
 
-    plt = plots.plt
-    fig, axes = plt.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 4.0))
+    fig, axes = plots.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 4.0))
     for ax, metric in zip(axes, METRICS):
         sub = [r for r in rows if r["metric"] == metric]
         for ds in sorted({r["dataset"] for r in sub}):
