@@ -158,12 +158,12 @@ def run(args) -> int:
     outcomes = execute(grid, opts, progress=not opts.no_progress)
     complete = {o["record"] for o in outcomes if o["status"] in ("done", "skipped")}
     for dataset in datasets:
-        groups = [(experiments[s.chash], s.record) for s in specs
-                  if s.dataset == dataset and str(s.record) in complete]
-        if groups:
+        records = [(experiments[s.chash], s.record) for s in specs
+                   if s.dataset == dataset and str(s.record) in complete]
+        if records:
             if len(datasets) > 1:
                 print(f"\n{dataset}:")
-            print(summary_table(groups))
+            print(summary_table(records))
     print(summary_text(outcomes))
     print(f"records in {opts.results}/; per-run logs in <record>/../_sweep/seed<k>.log"
           + ("; TensorBoard event files in <record>/tensorboard/" if opts.tensorboard else ""))

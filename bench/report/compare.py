@@ -39,7 +39,7 @@ def rows_from_groups(groups: dict) -> list[dict]:
     """bench.report.aggregate groups (fractions) -> input rows (x100)."""
     out = []
     for (ds, bb, _), g in sorted(groups.items()):
-        # Group.variant: 'seeds' | 'dens' | 'ts' | 'ts-base'; D-Ens is a main-table row
+        # CellData.variant: 'seeds' | 'dens' | 'ts' | 'ts-base'; D-Ens is a main-table row
         method, variant = g.row_method, g.variant if g.variant in ("ts", "ts-base") else ""
         for m in pub.METRICS:
             if m in g.values:

@@ -1,7 +1,7 @@
 """`bench report --published-rows`: the paper's published rows beside re-run ones.
 
 For every (dataset, backbone) block of the paper that a report shows, the
-paper's rows of its eight methods, D-Ens and the +TS rows become groups of
+paper's rows of its eight methods, D-Ens and the +TS rows become cells of
 their own, row keys METHOD@paper (tables.COPIED), one number each (the
 published mean; no std, no seeds to pair). A table never mixes copied and
 re-run rows of one method: a method with records of its own in that
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bench.core.errors import BenchError
 from bench.report import published
-from bench.report.aggregate import Group
+from bench.report.aggregate import CellData
 from bench.report.tables import COPIED, PAPER_METRICS
 
 # per dataset: the published table of its means, and of its +TS rows
@@ -22,7 +22,7 @@ SOURCES = {"chaoyang": ("chaoyang", "chaoyang_ts"), "kvasir": ("kvasir", "kvasir
 NONE_ADDED = ("--published-rows added no row: no table here has a block of the paper "
               "(chaoyang, kvasir, pathmnist x resnet50, convnext_tiny, swin_tiny) with a "
               "published method that has no records of its own")
-# the +TS table's row keys per published variant (aggregate.ts_groups)
+# the +TS table's row keys per published variant (aggregate.ts_cells)
 TS_KEYS = {"ts-base": "{m}@ts-base", "ts": "{m}+ts"}
 
 
@@ -34,18 +34,18 @@ def check_metrics(metrics: tuple) -> None:
                          "--metrics ece,nll")
 
 
-def _group(r: dict, key: str, method: str, variant: str) -> Group:
+def _cell(r: dict, key: str, method: str, variant: str) -> CellData:
     n = published.SEEDS  # every published row is over 5 runs (D-Ens: of 5 members)
-    return Group(r["dataset"], r["backbone"], key, method, "paper", tuple(range(n)),
+    return CellData(r["dataset"], r["backbone"], key, method, "paper", tuple(range(n)),
                  {m: [r[m] / 100] for m in published.METRICS}, {}, single=True,
                  extra={"copied": True}, variant=variant)
 
 
-def published_groups(groups: dict, with_ts: bool = True) -> dict:
-    """(dataset, backbone, row key) -> Group of each published row that the
+def published_cells(cells: dict, with_ts: bool = True) -> dict:
+    """(dataset, backbone, row key) -> CellData of each published row that the
     report's blocks take (see the module docstring)."""
-    blocks = {(ds, bb) for ds, bb, _ in groups if ds in SOURCES}
-    rerun = {(ds, g.row_method) for (ds, _, _), g in groups.items()}
+    blocks = {(ds, bb) for ds, bb, _ in cells if ds in SOURCES}
+    rerun = {(ds, g.row_method) for (ds, _, _), g in cells.items()}
     out = {}
     for r in published.rows():
         ds, bb, m, variant = r["dataset"], r["backbone"], r["method"], r["variant"]
@@ -54,8 +54,8 @@ def published_groups(groups: dict, with_ts: bool = True) -> dict:
             continue
         copy = f"{m}{COPIED}"
         if r["table"] == main:
-            out[(ds, bb, copy)] = _group(r, copy, copy, "copied")
+            out[(ds, bb, copy)] = _cell(r, copy, copy, "copied")
         elif with_ts:
             key = TS_KEYS[variant].format(m=copy)
-            out[(ds, bb, key)] = _group(r, key, copy, variant)
+            out[(ds, bb, key)] = _cell(r, key, copy, variant)
     return out

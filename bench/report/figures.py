@@ -1,4 +1,4 @@
-"""The report's figures from records and groups: reliability diagrams (per
+"""The report's figures from records and cells: reliability diagrams (per
 dataset x backbone, pooled over seeds or per seed), ECE against the bin
 count, and the Friedman / Nemenyi critical-difference diagrams.
 
@@ -85,17 +85,17 @@ def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
     return written
 
 
-def make_bin_sensitivity(groups: dict, out: Path, sections=None, names=None) -> list[Path]:
+def make_bin_sensitivity(cells: dict, out: Path, sections=None, names=None) -> list[Path]:
     """ECE against the number of bins, per dataset and backbone, one line per
     table row of the main table (trained rows and D-Ens)."""
     from bench.report import calplots, plots
 
-    cells: dict = {}
-    for (ds, bb, key), g in groups.items():
+    blocks: dict = {}
+    for (ds, bb, key), g in cells.items():
         if g.variant in ("seeds", "dens"):
-            cells.setdefault((ds, bb), {})[g.row_method] = g
+            blocks.setdefault((ds, bb), {})[g.row_method] = g
     written = []
-    for (ds, bb), rows in sorted(cells.items()):
+    for (ds, bb), rows in sorted(blocks.items()):
         order = [m for sec in ordered_methods(set(rows), sections) for m in sec]
         data = calplots.bin_sensitivity([(method_name(m, names), rows[m]) for m in order])
         fig = calplots.bin_sensitivity_figure(

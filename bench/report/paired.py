@@ -16,15 +16,15 @@ def check_reference(reference: str, present) -> None:
                          f"choose from: {', '.join(sorted(present))}")
 
 
-def significance(groups: dict, test: str, alpha: float,
+def significance(cells: dict, test: str, alpha: float,
                  reference: str = REFERENCE) -> tuple[dict, list[dict]]:
     """(dataset, backbone, row) -> {metric: p < alpha} against `reference`;
     one dict per test (COLUMNS, the rows of stats/paired_tests.csv). A TS-table row is compared with that table's un-scaled
     reference row (logits averaged, T = 1)."""
     marks, rows = {}, []
-    for (ds, bb, key), g in sorted(groups.items()):
+    for (ds, bb, key), g in sorted(cells.items()):
         ref_key = f"{reference}@ts-base" if g.variant in ("ts", "ts-base") else reference
-        ref = groups.get((ds, bb, ref_key))
+        ref = cells.get((ds, bb, ref_key))
         if ref is None or key == ref_key or g.single:
             continue
         res = stats.paired_vs_reference(g.values, g.seeds, ref.values, ref.seeds, test=test)

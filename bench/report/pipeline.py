@@ -57,14 +57,14 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
         expected = {ds: tuple(opts.seed_list) for ds in expected}
     n_cells = len({(r.dataset, r.backbone, r.method) for r in runs})
     with tqdm(total=n_cells, desc="aggregate", disable=opts.no_progress) as bar:
-        cells, more = aggregate.build_groups(runs, with_ts=not opts.no_ts, progress=bar)
+        cells, more = aggregate.build_cells(runs, with_ts=not opts.no_ts, progress=bar)
     notes += more
     cache = measures.Cache(Path(cache_dir) / measures.CACHE_FILE if cache_dir else None)
     per_run = measures.attach(cells, runs, cache, with_ts=not opts.no_ts)
     marks, tests = paired.significance(cells, opts.test, opts.alpha, opts.significance_ref)
     sig = pd.DataFrame(tests, columns=list(paired.COLUMNS))
     notes += _significance_notes(opts, sig)
-    pub = copied.published_groups(cells, not opts.no_ts) if opts.published_rows else {}
+    pub = copied.published_cells(cells, not opts.no_ts) if opts.published_rows else {}
     if opts.published_rows and not pub:
         notes.append(copied.NONE_ADDED)
     test_names = " / ".join(sorted(set(sig["test"]))) or None  # which test(s) ran
@@ -75,7 +75,7 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     return Report(
         options=opts, results=Path(results_dir), run_list=runs, cell_map=cells, shown={**cells, **pub},
         expected=expected, labels=labels, tables=tables, failures=failures, notes=notes,
-        runs=measures.runs_frame(runs, per_run), groups=measures.groups_frame(cells, expected),
+        runs=measures.runs_frame(runs, per_run), groups=measures.cells_frame(cells, expected),
         significance=sig, friedman=pd.DataFrame(f_rows, columns=FRIEDMAN_COLUMNS),
         comparison=_comparison(cells) if opts.compare == "paper" else None,
         cd_results=cd, cache=cache)
