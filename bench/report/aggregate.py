@@ -240,6 +240,7 @@ def build_cells(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[d
 
 # ---------------------------------------------------------------- CSV
 
+CELL_KEYS = ["dataset", "backbone", "row"]
 # csv.writer's line ends, as the CSVs had before pandas wrote them
 LINE_END = "\r\n"
 FAILURE_COLUMNS = ["dataset", "backbone", "method", "seed", "reason", "last_step", "path",
@@ -275,21 +276,51 @@ def write_runs_csv(runs: list[Run], path: Path) -> Path:
     return path
 
 
+def values_frame(cells: dict) -> pd.DataFrame:
+    """Every cell's values, long: dataset, backbone, row, metric, value (one
+    row per seed; one-number cells, D-Ens and copied rows, one row)."""
+    return pd.DataFrame([(ds, bb, key, m, v) for (ds, bb, key), g in cells.items()
+                         for m, values in g.values.items() for v in values],
+                        columns=[*CELL_KEYS, "metric", "value"])
+
+
+def _pstd(values: pd.Series) -> float:
+    return values.std(ddof=0)  # population std, as the paper
+
+
+def cell_stats(cells: dict, metrics) -> pd.DataFrame:
+    """Mean and population std (ddof=0) over seeds per cell and metric, one
+    row per cell in sorted key order, columns <metric>_mean, <metric>_std
+    (NaN where a cell lacks the metric; std NaN for one-number cells).
+
+    Series reductions, not groupby's "mean"/"std": those sum with Kahan and
+    Welford's updates, which differ from numpy's sums in the last bit, and
+    the CSVs and tables keep numpy's numbers (CellData.mean, .std)."""
+    cols = [f"{m}_{s}" for m in metrics for s in ("mean", "std")]
+    keys = sorted(cells)
+    if not keys:
+        return pd.DataFrame(columns=cols, dtype=float)
+    agg = values_frame(cells).groupby([*CELL_KEYS, "metric"])["value"].agg(
+        mean=pd.Series.mean, std=_pstd)
+    wide = agg.unstack("metric")
+    wide.columns = [f"{m}_{stat}" for stat, m in wide.columns]
+    wide = wide.reindex(index=pd.MultiIndex.from_tuples(keys), columns=cols)
+    single = [cells[k].single for k in keys]
+    wide.loc[single, [c for c in cols if c.endswith("_std")]] = np.nan
+    return wide.reset_index(drop=True)
+
+
 def cells_frame(cells: dict, expected: dict) -> pd.DataFrame:
     """groups.csv: mean, population std, n/N per cell (fractions, not x100);
     `variant` says what the row is made of (seeds, dens, ts, ts-base)."""
-    rows = []
-    for (ds, bb, key), g in sorted(cells.items()):
-        row = {"dataset": ds, "backbone": bb, "row": key, "method": g.method,
-               "config_hash": g.chash, "n": g.n, "N": len(expected.get(ds, ())),
-               "seeds": " ".join(map(str, g.seeds))}
-        for m in METRICS:
-            row[f"{m}_mean"] = g.mean(m) if m in g.values else None
-            row[f"{m}_std"] = g.std(m) if m in g.values else None
-        rows.append({**row, **{c: g.cost.get(c) for c in COSTS}, "variant": g.variant})
-    cols = ["dataset", "backbone", "row", "method", "config_hash", "n", "N", "seeds",
-            *[f"{m}_{s}" for m in METRICS for s in ("mean", "std")], *COSTS, "variant"]
-    return pd.DataFrame(rows, columns=cols)
+    rows = [{"dataset": ds, "backbone": bb, "row": key, "method": g.method,
+             "config_hash": g.chash, "n": g.n, "N": len(expected.get(ds, ())),
+             "seeds": " ".join(map(str, g.seeds))} for (ds, bb, key), g in sorted(cells.items())]
+    ids = pd.DataFrame(rows, columns=["dataset", "backbone", "row", "method", "config_hash",
+                                      "n", "N", "seeds"])
+    costs = pd.DataFrame([{**{c: g.cost.get(c) for c in COSTS}, "variant": g.variant}
+                          for _, g in sorted(cells.items())], columns=[*COSTS, "variant"])
+    return pd.concat([ids, cell_stats(cells, METRICS), costs], axis=1)
 
 
 def write_cells_csv(cells: dict, expected: dict, path: Path) -> Path:

@@ -177,20 +177,16 @@ def runs_frame(runs: list, per_run: dict) -> pd.DataFrame:
 def cells_frame(cells: dict, expected: dict) -> pd.DataFrame:
     """groups.csv: aggregate.cells_frame's columns, then each extra measure's
     mean and std, then every metric's 95% interval (cell_ci)."""
-    cols = [f"{m}_{s}" for m in EXTRA for s in ("mean", "std")] + \
-        [f"{m}_ci_{s}" for m in (*METRICS, *EXTRA) for s in ("lo", "hi")]
+    cols = [f"{m}_ci_{s}" for m in (*METRICS, *EXTRA) for s in ("lo", "hi")]
     rows = []
     for _, g in sorted(cells.items()):
         row = {}
-        for m in EXTRA:
-            row[f"{m}_mean"] = g.mean(m) if m in g.values else None
-            row[f"{m}_std"] = g.std(m) if m in g.values else None
         for m in (*METRICS, *EXTRA):
             ci = g.extra.get("ci", {}).get(m)
             row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = ci if ci else (None, None)
         rows.append(row)
-    return pd.concat([aggregate.cells_frame(cells, expected), pd.DataFrame(rows, columns=cols)],
-                     axis=1)
+    return pd.concat([aggregate.cells_frame(cells, expected), aggregate.cell_stats(cells, EXTRA),
+                      pd.DataFrame(rows, columns=cols)], axis=1)
 
 
 def write(frame: pd.DataFrame, path: Path) -> Path:
