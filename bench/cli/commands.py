@@ -138,10 +138,21 @@ def _profile_text(cfg: TrainConfig) -> str:
             + (f"; {', '.join(diff)}" if diff else ""))
 
 
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """A parsed `bench run` as RunOptions (lists become tuples): what the
+    planner, the executors and the loaders take."""
+    values = {}
+    for f in dataclasses.fields(RunOptions):
+        if hasattr(args, f.name):
+            value = getattr(args, f.name)
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+    return RunOptions(**values)
+
+
 def run(args) -> int:
     from bench.sweep.run import exit_code, summary_text
 
-    opts = RunOptions.from_namespace(args)
+    opts = run_options(args)
     grid = plan(opts)
     specs, experiments, datasets = grid.specs, grid.experiments, grid.datasets
     if opts.dry_run:

@@ -71,11 +71,11 @@ class RunSpec:
         return cls(**d)
 
 
-def load_options(args) -> tuple:
-    """Adapter options of `bench run` (data options, --download) as sorted pairs."""
+def load_options(opts) -> tuple:
+    """Adapter options of a RunOptions (data options, --download) as sorted pairs."""
     from bench.core.config import load_kwargs
 
-    return tuple(sorted(load_kwargs(args).items()))
+    return tuple(sorted(load_kwargs(opts).items()))
 
 
 def bundle_for(dataset: str, backbone: str, cfg: TrainConfig, method, data_root: str | None,
