@@ -74,6 +74,8 @@ def options_of(args) -> ReportOptions:
     values = {}
     for f in dataclasses.fields(ReportOptions):
         value = getattr(args, f.name)
+        if value is None and f.default == ():  # a repeatable flag not given
+            value = ()
         values[f.name] = tuple(value) if isinstance(value, list) else value
     return ReportOptions(**values)
 
