@@ -1,7 +1,7 @@
 """The harness from Python (a notebook, a script): `run` trains a grid as
 `bench run` does and returns its runs as a pandas DataFrame; `report` builds
-the reports of `bench report` and returns the files written and its tables'
-data as DataFrames.
+the report of `bench report` (bench.report.build), writes its files and
+returns it, its data as DataFrames.
 
     import bench.api
     df = bench.api.run(method=["sl1h", "2hml"], dataset="digits", backbone="smallcnn",
@@ -10,25 +10,22 @@ data as DataFrames.
     rep = bench.api.report("results", "reports")
     rep.groups  # one row per table cell (dataset, backbone, row): means and stds
 
-Both share the command line's code (bench.sweep.plan, the `bench report`
-command), so they take the same names and values and fail with the same
-one-line BenchError, before anything is trained or written. Plugins named in
+Both share the command line's code (bench.sweep.plan, bench.report.build),
+so they take the same names and values and fail with the same one-line
+BenchError, before anything is trained or written. Plugins named in
 `plugins=[...]`, and plugin modules this process has already imported, are
 carried to every worker process.
 """
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from bench.core import plugins as plugin_routes
 from bench.core.errors import BenchError
+from bench.report import Report, ReportOptions
 from bench.sweep.options import RunOptions, names_text, pairs, seeds_text
 
 RUN_COLUMNS = ["dataset", "backbone", "method", "config_hash", "seed", "status", "reason",
@@ -102,62 +99,47 @@ def _with_metrics(runs: pd.DataFrame, results: str) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ report --
-@dataclass(frozen=True)
-class Report:
-    """What `report` wrote: every file, the text `bench report` printed, and
-    its tidy data (runs.csv: one row per run; groups.csv: one row per table
-    cell) as DataFrames."""
-
-    paths: tuple
-    text: str
-    runs: pd.DataFrame
-    groups: pd.DataFrame
-
-
 def report(results_dir="results", out_dir="reports", **options) -> Report:
     """`bench report --results RESULTS_DIR --out OUT_DIR` with `options` as its
-    flags: `metrics="ece,aece"`, `significance=True`, `no_plots=True`,
-    `method=["sl1h", "2hml"]` (a list: a comma list), a dict for a repeatable
-    KEY=VALUE flag. The command runs in a fresh process (with this process's
-    plugins), so its figures never touch a notebook's matplotlib state."""
-    argv = ["report", "--results", str(results_dir), "--out", str(out_dir), "--no-progress"]
-    for key, value in options.items():
-        argv += _flag(key, value)
-    carried = plugin_routes.carried()
-    for module, _ in carried:
-        argv += ["--plugin", module]
-    env = dict(os.environ)
-    paths = [p for _, p in carried if p]
-    if paths:
-        env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    done = subprocess.run([sys.executable, "-m", "bench.cli", *argv], capture_output=True,
-                          text=True, env=env)
-    if done.returncode != 0:
-        lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
-        raise BenchError(lines[-1].removeprefix("bench: error: "))
-    out = Path(out_dir)
-    return Report(tuple(_written(done.stdout)), done.stdout, pd.read_csv(out / "runs.csv"),
-                  pd.read_csv(out / "groups.csv"))
+    flags, in this process: `metrics="ece,aece"`, `significance=True`,
+    `no_plots=True`, `method=["sl1h", "2hml"]` (a list: a comma list), a dict
+    for a repeatable KEY=VALUE flag (`label={"confpen": "CP (ours)"}`).
+    Builds the report with bench.report.build, writes every file of the
+    command to `out_dir` and returns the bench.report.Report: its DataFrames
+    (`runs`, `groups`, `significance`, `friedman`, `table_cells()`), `paths`
+    (the files written) and `text` (what the command prints). With
+    `out_dir=None` nothing is written. Figures are Figure objects of their
+    own: a notebook's matplotlib state is left alone."""
+    from bench.core import store
+    from bench.report import build
+    from bench.sweep.runstate import live_holder
+
+    opts = _report_options(options)
+    opts.validate()
+    out = store.require_writable_dir(out_dir, "--out") if out_dir is not None else None
+    rep = build(results_dir, opts, cache_dir=out, live=live_holder)
+    if out is not None:
+        rep.write(out)
+    return rep
 
 
-def _flag(key: str, value) -> list[str]:
-    flag = "--" + key.replace("_", "-")
-    if value is True:
-        return [flag]
-    if value is False or value is None:
-        return []
-    if isinstance(value, dict):
-        return [a for k, v in value.items() for a in (flag, f"{k}={v}")]
-    return [flag, names_text(value) if isinstance(value, (list, tuple)) else str(value)]
+def _report_options(values: dict) -> ReportOptions:
+    """keyword arguments -> ReportOptions: lists and tuples as tuples (a
+    repeatable flag's values), dicts as KEY=VALUE items; progress bars off
+    unless asked (no_progress=False)."""
+    known = {f.name for f in dataclasses.fields(ReportOptions)}
+    bad = sorted(set(values) - known)
+    if bad:
+        raise BenchError(f"bench.api.report: unknown option {', '.join(bad)}; allowed: "
+                         f"{', '.join(sorted(known))}")
+    out = {"no_progress": True}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            value = tuple(f"{k}={v}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = tuple(value)
+        out[key] = value
+    return ReportOptions(**out)
 
 
-def _written(stdout: str) -> list[Path]:
-    """The file list `bench report` prints last ('N runs, M tables, K files:')."""
-    lines = stdout.splitlines()
-    start = max((i for i, line in enumerate(lines) if line.endswith(" files:")), default=None)
-    if start is None:
-        return []
-    return [Path(line.strip()) for line in lines[start + 1:] if line.startswith("  ")]
-
-
-__all__ = ["run", "report", "Report", "RunOptions", "BenchError"]
+__all__ = ["run", "report", "Report", "ReportOptions", "RunOptions", "BenchError"]

@@ -7,24 +7,28 @@ import time
 
 from bench.core import store
 from bench.cli.main import build_parser
+from bench.cli.commands import run_options
 from bench.sweep.plan import resolve_run
 from bench.sweep.grid import build_specs
+from bench.sweep.options import RunOptions
 
 TINY = ["--set", "cycles=1", "--set", "epochs_per_cycle=1", "--set", "image_size=16",
         "--set", "batch_size=64"]  # 16 steps a run (1,077 images, drop_last)
 
 
-def run_args(results, *extra: str):
-    """Parsed `bench run` options for tiny smallcnn runs on digits."""
-    return build_parser().parse_args(
+def run_args(results, *extra: str) -> RunOptions:
+    """`bench run` options for tiny smallcnn runs on digits, as the command builds them."""
+    return run_options(build_parser().parse_args(
         ["run", "--dataset", "digits", "--backbone", "smallcnn", "--results", str(results),
-         "--no-progress", *TINY, *extra])
+         "--no-progress", *TINY, *extra]))
 
 
 def specs_for(args):
-    seeds, methods, cfg, datasets, backbones, per_method = resolve_run(args)
-    return build_specs(datasets, backbones, methods, per_method, seeds, cfg, args.results,
-                       args.data_root, args.device, args.force)[0]
+    """The specs of RunOptions (or of a parsed `bench run`, converted as the command does)."""
+    opts = args if isinstance(args, RunOptions) else run_options(args)
+    seeds, methods, cfg, datasets, backbones, per_method = resolve_run(opts)
+    return build_specs(datasets, backbones, methods, per_method, seeds, cfg, opts.results,
+                       opts.data_root, opts.device, opts.force)[0]
 
 
 def bench_cmd(*argv: str) -> list[str]:

@@ -129,10 +129,21 @@ def _profile_text(cfg: TrainConfig) -> str:
             + (f"; {', '.join(diff)}" if diff else ""))
 
 
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """A parsed `bench run` as RunOptions (lists become tuples): what the
+    planner, the executors and the loaders take."""
+    values = {}
+    for f in dataclasses.fields(RunOptions):
+        if hasattr(args, f.name):
+            value = getattr(args, f.name)
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+    return RunOptions(**values)
+
+
 def run(args) -> int:
     from bench.sweep.run import exit_code, summary_text
 
-    opts = RunOptions.from_namespace(args)
+    opts = run_options(args)
     grid = plan(opts)
     specs, experiments, datasets = grid.specs, grid.experiments, grid.datasets
     if opts.dry_run:
@@ -149,12 +160,12 @@ def run(args) -> int:
     outcomes = execute(grid, opts, progress=not opts.no_progress)
     complete = {o["record"] for o in outcomes if o["status"] in ("done", "skipped")}
     for dataset in datasets:
-        groups = [(experiments[s.chash], s.record) for s in specs
-                  if s.dataset == dataset and str(s.record) in complete]
-        if groups:
+        records = [(experiments[s.chash], s.record) for s in specs
+                   if s.dataset == dataset and str(s.record) in complete]
+        if records:
             if len(datasets) > 1:
                 print(f"\n{dataset}:")
-            print(summary_table(groups))
+            print(summary_table(records))
     print(summary_text(outcomes))
     print(f"records in {opts.results}/; per-run logs in <record>/../_sweep/seed<k>.log"
           + ("; TensorBoard event files in <record>/tensorboard/" if opts.tensorboard else ""))

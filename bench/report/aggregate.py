@@ -1,11 +1,13 @@
-"""Run records -> a tidy table of runs -> groups with mean ± std over seeds.
+"""Run records -> a tidy table of runs -> report cells with mean ± std over seeds.
 
 One row per finished run (dataset, backbone, method, seed, test metrics,
-cost). A group is one (dataset, backbone, row) cell of a report: the mean and
-population std (ddof=0, as the paper) over its seeds, n, and the per-seed
-values that the significance tests pair. Derived rows come from saved
-predictions (bench.report.derived): `dens`, the deep ensemble of the sl1h seeds, and
-`<method>+ts`, temperature scaling of every seed.
+cost). A cell (CellData) is one (dataset, backbone, row) aggregate of a
+report: the per-seed values that the significance tests pair, and from them
+the mean and population std (ddof=0, as the paper) over its seeds and n.
+("Group" is kept for a fused training group, bench.train.groups.) Derived
+rows come from saved predictions (bench.report.derived): `dens`, the deep
+ensemble of the sl1h seeds, and `<method>+ts`, temperature scaling of every
+seed.
 """
 from __future__ import annotations
 
@@ -48,14 +50,16 @@ class Run:
     path: Path
 
 
-# A Group's `variant` (bench.core.paper.Variant) says what its row is made
+# A CellData's `variant` (bench.core.paper.Variant) says what its row is made
 # of: the trained runs, the deep ensemble of sl1h seeds, the runs after
 # temperature scaling, or the same runs with head logits averaged and T = 1
 # (the TS table's un-scaled row).
 
 
 @dataclass
-class Group:
+class CellData:
+    """One report cell: a row of one dataset x backbone block, its per-seed values."""
+
     dataset: str
     backbone: str
     key: str  # row key: 'sl1h', 'dens', 'sl1h+ts', 'sl1h@ts-base'
@@ -155,7 +159,7 @@ def _failure_row(root: Path, f: Path, obj: dict) -> dict:
                    str(f), obj.get("last_step", obj.get("step", ""))).to_row()
 
 
-# ---------------------------------------------------------------- grouping
+# ---------------------------------------------------------------- cells
 
 
 def _costs(runs: list[Run], ensemble: bool = False) -> dict:
@@ -168,16 +172,16 @@ def _costs(runs: list[Run], ensemble: bool = False) -> dict:
             if all(c in r.cost for r in runs)}
 
 
-def _group(runs: list[Run], key: str, values_fn=None) -> Group:
+def _cell(runs: list[Run], key: str, values_fn=None) -> CellData:
     first = runs[0]
     per_seed = [values_fn(r) if values_fn else r.metrics for r in runs]
-    return Group(first.dataset, first.backbone, key, first.method, first.chash,
+    return CellData(first.dataset, first.backbone, key, first.method, first.chash,
                  tuple(r.seed for r in runs),
                  {m: [v[m] for v in per_seed] for m in METRICS if all(m in v for v in per_seed)},
                  _costs(runs))
 
 
-def ensemble_group(runs: list[Run]) -> Group:
+def ensemble_cell(runs: list[Run]) -> CellData:
     """The paper's D-Ens: one number from the sl1h seeds' mean probabilities;
     its cost is that of all members together."""
     if len(runs) < MIN_MEMBERS:
@@ -185,14 +189,14 @@ def ensemble_group(runs: list[Run]) -> Group:
                          f"got {len(runs)}")
     test = deep_ensemble([r.path for r in runs])["test"]
     first = runs[0]
-    return Group(first.dataset, first.backbone, DENS, first.method, first.chash,
+    return CellData(first.dataset, first.backbone, DENS, first.method, first.chash,
                  tuple(r.seed for r in runs), {m: [test[m]] for m in METRICS if m in test},
                  _costs(runs, ensemble=True), single=True, extra={"members": len(runs)},
                  variant=Variant.DENS)
 
 
-def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
-    """(un-scaled, +TS) groups of one method's seeds, for the TS table. The
+def ts_cells(runs: list[Run]) -> tuple[CellData, CellData]:
+    """(un-scaled, +TS) cells of one method's seeds, for the TS table. The
     un-scaled row averages head logits with T = 1 (paper appendix), so that
     its accuracy is exactly that of the +TS row. Each record is read once."""
     unscaled, fitted = {}, {}
@@ -200,36 +204,37 @@ def ts_groups(runs: list[Run]) -> tuple[Group, Group]:
         p = store.load_predictions(r.path)
         unscaled[r.seed] = all_metrics(scaled_probs(p["test_logits"], 1.0), p["test_labels"])
         fitted[r.seed] = temperature_scaled_predictions(p)
-    base = _group(runs, Variant.TS_BASE.key(runs[0].method), lambda r: unscaled[r.seed])
-    scaled = _group(runs, Variant.TS.key(runs[0].method), lambda r: fitted[r.seed]["test"])
+    base = _cell(runs, Variant.TS_BASE.key(runs[0].method), lambda r: unscaled[r.seed])
+    scaled = _cell(runs, Variant.TS.key(runs[0].method), lambda r: fitted[r.seed]["test"])
     base.variant, scaled.variant = Variant.TS_BASE, Variant.TS
     scaled.extra = {"temperature": [fitted[r.seed]["temperature"] for r in runs]}
     return base, scaled
 
 
-def build_groups(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[dict, list[str]]:
-    """Every report group keyed (dataset, backbone, row key), plus notes."""
-    groups, notes = {}, []
-    cells: dict = defaultdict(list)
+def build_cells(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[dict, list[str]]:
+    """Every report cell keyed (dataset, backbone, row key), plus notes."""
+    cells, notes = {}, []
+    by_method: dict = defaultdict(list)
     for r in runs:
-        cells[(r.dataset, r.backbone, r.method)].append(r)
-    for (ds, bb, method), rs in cells.items():
-        groups[(ds, bb, method)] = _group(rs, method)
+        by_method[(r.dataset, r.backbone, r.method)].append(r)
+    for (ds, bb, method), rs in by_method.items():
+        cells[(ds, bb, method)] = _cell(rs, method)
         if has_ensemble(method, len(rs)):
-            groups[(ds, bb, DENS)] = ensemble_group(rs)
+            cells[(ds, bb, DENS)] = ensemble_cell(rs)
         elif method == ENSEMBLE_OF:
             notes.append(f"{ds}/{bb}: D-Ens needs >= {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
                          f"found {len(rs)}")
         if with_ts:
-            base, scaled = ts_groups(rs)
-            groups[(ds, bb, base.key)], groups[(ds, bb, scaled.key)] = base, scaled
+            base, scaled = ts_cells(rs)
+            cells[(ds, bb, base.key)], cells[(ds, bb, scaled.key)] = base, scaled
         if progress is not None:
             progress.update(1)
-    return groups, notes
+    return cells, notes
 
 
 # ---------------------------------------------------------------- CSV
 
+CELL_KEYS = ["dataset", "backbone", "row"]
 # csv.writer's line ends, as the CSVs had before pandas wrote them
 LINE_END = "\r\n"
 FAILURE_COLUMNS = list(outcomes.FAILURE_COLUMNS)
@@ -264,26 +269,56 @@ def write_runs_csv(runs: list[Run], path: Path) -> Path:
     return path
 
 
-def groups_frame(groups: dict, expected: dict) -> pd.DataFrame:
-    """groups.csv: mean, population std, n/N per group (fractions, not x100);
+def values_frame(cells: dict) -> pd.DataFrame:
+    """Every cell's values, long: dataset, backbone, row, metric, value (one
+    row per seed; one-number cells, D-Ens and copied rows, one row)."""
+    return pd.DataFrame([(ds, bb, key, m, v) for (ds, bb, key), g in cells.items()
+                         for m, values in g.values.items() for v in values],
+                        columns=[*CELL_KEYS, "metric", "value"])
+
+
+def _pstd(values: pd.Series) -> float:
+    return values.std(ddof=0)  # population std, as the paper
+
+
+def cell_stats(cells: dict, metrics) -> pd.DataFrame:
+    """Mean and population std (ddof=0) over seeds per cell and metric, one
+    row per cell in sorted key order, columns <metric>_mean, <metric>_std
+    (NaN where a cell lacks the metric; std NaN for one-number cells).
+
+    Series reductions, not groupby's "mean"/"std": those sum with Kahan and
+    Welford's updates, which differ from numpy's sums in the last bit, and
+    the CSVs and tables keep numpy's numbers (CellData.mean, .std)."""
+    cols = [f"{m}_{s}" for m in metrics for s in ("mean", "std")]
+    keys = sorted(cells)
+    if not keys:
+        return pd.DataFrame(columns=cols, dtype=float)
+    agg = values_frame(cells).groupby([*CELL_KEYS, "metric"])["value"].agg(
+        mean=pd.Series.mean, std=_pstd)
+    wide = agg.unstack("metric")
+    wide.columns = [f"{m}_{stat}" for stat, m in wide.columns]
+    wide = wide.reindex(index=pd.MultiIndex.from_tuples(keys), columns=cols)
+    single = [cells[k].single for k in keys]
+    wide.loc[single, [c for c in cols if c.endswith("_std")]] = np.nan
+    return wide.reset_index(drop=True)
+
+
+def cells_frame(cells: dict, expected: dict) -> pd.DataFrame:
+    """groups.csv: mean, population std, n/N per cell (fractions, not x100);
     `variant` says what the row is made of (seeds, dens, ts, ts-base)."""
-    rows = []
-    for (ds, bb, key), g in sorted(groups.items()):
-        row = {"dataset": ds, "backbone": bb, "row": key, "method": g.method,
-               "config_hash": g.chash, "n": g.n, "N": len(expected.get(ds, ())),
-               "seeds": " ".join(map(str, g.seeds))}
-        for m in METRICS:
-            row[f"{m}_mean"] = g.mean(m) if m in g.values else None
-            row[f"{m}_std"] = g.std(m) if m in g.values else None
-        rows.append({**row, **{c: g.cost.get(c) for c in COSTS}, "variant": g.variant})
-    cols = ["dataset", "backbone", "row", "method", "config_hash", "n", "N", "seeds",
-            *[f"{m}_{s}" for m in METRICS for s in ("mean", "std")], *COSTS, "variant"]
-    return pd.DataFrame(rows, columns=cols)
+    rows = [{"dataset": ds, "backbone": bb, "row": key, "method": g.method,
+             "config_hash": g.chash, "n": g.n, "N": len(expected.get(ds, ())),
+             "seeds": " ".join(map(str, g.seeds))} for (ds, bb, key), g in sorted(cells.items())]
+    ids = pd.DataFrame(rows, columns=["dataset", "backbone", "row", "method", "config_hash",
+                                      "n", "N", "seeds"])
+    costs = pd.DataFrame([{**{c: g.cost.get(c) for c in COSTS}, "variant": g.variant}
+                          for _, g in sorted(cells.items())], columns=[*COSTS, "variant"])
+    return pd.concat([ids, cell_stats(cells, METRICS), costs], axis=1)
 
 
-def write_groups_csv(groups: dict, expected: dict, path: Path) -> Path:
+def write_cells_csv(cells: dict, expected: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    groups_frame(groups, expected).to_csv(path, index=False, lineterminator=LINE_END)
+    cells_frame(cells, expected).to_csv(path, index=False, lineterminator=LINE_END)
     return path
 
 

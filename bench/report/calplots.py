@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bench.core.calibration_measures import BIN_COUNTS
-from bench.report.plots import figure_grid, plt
+from bench.report.plots import figure_grid, subplots
 
 SPARSE = 0.02  # the curve is drawn where the density is at least 2% of its peak
 
@@ -82,7 +82,7 @@ def bin_sensitivity(groups: list) -> pd.DataFrame:
 def bin_sensitivity_figure(data: pd.DataFrame, title: str):
     """ECE (x100) against the number of equal-width bins, one line per
     method, the paper's 15 bins marked."""
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    fig, ax = subplots(figsize=(6.0, 4.0))
     for label, part in data.groupby("label", sort=False):
         ax.errorbar(part["bins"], part["ece_mean"] * 100, yerr=part["ece_std"] * 100,
                     marker="o", ms=4, capsize=2, lw=1.2, label=label)

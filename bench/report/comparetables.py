@@ -107,8 +107,7 @@ def figure(rows: list[dict], stem: Path) -> list[Path]:
     stem.png and stem.pdf."""
     from bench.report import plots  # matplotlib only when a figure is drawn
 
-    plt = plots.plt
-    fig, axes = plt.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 4.0))
+    fig, axes = plots.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 4.0))
     for ax, metric in zip(axes, METRICS):
         sub = [r for r in rows if r["metric"] == metric]
         for ds in sorted({r["dataset"] for r in sub}):
@@ -139,15 +138,13 @@ CLAIM_COLUMNS = ("dataset", "backbone", "claim", "text", "held", "numbers", "pap
                  "paper_numbers")
 
 
-def write(ours, out: Path, figures: bool = True) -> tuple[list[Path], str]:
-    """OUT/compare/paper.{md,tex,csv}, claims.csv and (figures) the scatter;
-    returns the files and a one-line summary."""
+def write(comparison: dict, out: Path, figures: bool = True) -> tuple[list[Path], str]:
+    """OUT/compare/paper.{md,tex,csv}, claims.csv and (figures) the scatter of
+    a comparison {"rows", "claims", "notes"} (bench.report.compare's compare
+    and claims); returns the files and a one-line summary."""
     import csv
 
-    from bench.report.compare import claims, compare
-
-    rows, notes = compare(ours)
-    claim_rows = claims(ours)
+    rows, notes, claim_rows = comparison["rows"], comparison["notes"], comparison["claims"]
     d = out / "compare"
     d.mkdir(parents=True, exist_ok=True)
     (d / "paper.md").write_text(markdown(rows, claim_rows, notes))

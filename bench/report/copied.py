@@ -1,7 +1,7 @@
 """`bench report --published-rows`: the paper's published rows beside re-run ones.
 
 For every (dataset, backbone) block of the paper that a report shows, the
-paper's rows of its eight methods, D-Ens and the +TS rows become groups of
+paper's rows of its eight methods, D-Ens and the +TS rows become cells of
 their own, row keys METHOD@paper (bench.core.paper.COPIED_SUFFIX), one number each (the
 published mean; no std, no seeds to pair). A table never mixes copied and
 re-run rows of one method: a method with records of its own in that
@@ -14,7 +14,7 @@ from __future__ import annotations
 from bench.core.errors import BenchError
 from bench.core.paper import COPIED_SUFFIX, Variant
 from bench.report import published
-from bench.report.aggregate import Group
+from bench.report.aggregate import CellData
 from bench.report.tables import PAPER_METRICS
 
 # per dataset: the published table of its means, and of its +TS rows
@@ -33,18 +33,18 @@ def check_metrics(metrics: tuple) -> None:
                          "--metrics ece,nll")
 
 
-def _group(r: dict, key: str, method: str, variant: Variant) -> Group:
+def _cell(r: dict, key: str, method: str, variant: Variant) -> CellData:
     n = published.SEEDS  # every published row is over 5 runs (D-Ens: of 5 members)
-    return Group(r["dataset"], r["backbone"], key, method, "paper", tuple(range(n)),
+    return CellData(r["dataset"], r["backbone"], key, method, "paper", tuple(range(n)),
                  {m: [r[m] / 100] for m in published.METRICS}, {}, single=True,
                  extra={"copied": True}, variant=variant)
 
 
-def published_groups(groups: dict, with_ts: bool = True) -> dict:
-    """(dataset, backbone, row key) -> Group of each published row that the
+def published_cells(cells: dict, with_ts: bool = True) -> dict:
+    """(dataset, backbone, row key) -> CellData of each published row that the
     report's blocks take (see the module docstring)."""
-    blocks = {(ds, bb) for ds, bb, _ in groups if ds in SOURCES}
-    rerun = {(ds, g.row_method) for (ds, _, _), g in groups.items()}
+    blocks = {(ds, bb) for ds, bb, _ in cells if ds in SOURCES}
+    rerun = {(ds, g.row_method) for (ds, _, _), g in cells.items()}
     out = {}
     for r in published.rows():
         ds, bb, m, variant = r["dataset"], r["backbone"], r["method"], r["variant"]
@@ -53,9 +53,9 @@ def published_groups(groups: dict, with_ts: bool = True) -> dict:
             continue
         copy = f"{m}{COPIED_SUFFIX}"
         if r["table"] == main:
-            out[(ds, bb, copy)] = _group(r, copy, copy, Variant.COPIED)
-        elif with_ts:  # the +TS table's rows, keyed as aggregate.ts_groups keys them
+            out[(ds, bb, copy)] = _cell(r, copy, copy, Variant.COPIED)
+        elif with_ts:  # the +TS table's rows, keyed as aggregate.ts_cells keys them
             ts_variant = Variant.of_column(variant)
             key = ts_variant.key(copy)
-            out[(ds, bb, key)] = _group(r, key, copy, ts_variant)
+            out[(ds, bb, key)] = _cell(r, key, copy, ts_variant)
     return out

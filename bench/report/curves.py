@@ -36,12 +36,9 @@ def mean_curves(frame: pd.DataFrame, x: str, columns: list[str]) -> pd.DataFrame
 
 def curves_figure(epochs: pd.DataFrame, cycles: pd.DataFrame, title: str, names=str):
     """One dataset x backbone: train loss per epoch, then each VAL_PANELS per cycle."""
-    import matplotlib
+    from bench.report.plots import subplots  # matplotlib: only when a figure is drawn
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 1 + len(VAL_PANELS), figsize=(4 * (1 + len(VAL_PANELS)), 3.2))
+    fig, axes = subplots(1, 1 + len(VAL_PANELS), figsize=(4 * (1 + len(VAL_PANELS)), 3.2))
     for method, rows in epochs.groupby("method", sort=False):
         axes[0].plot(rows["step_epoch"], rows["train_loss"], label=names(method))
     axes[0].set(xlabel="epoch", title="training loss (epoch mean)")

@@ -47,5 +47,5 @@ MIN_MEMBERS = 2  # one seed is no ensemble
 
 
 def has_ensemble(method: str, n_seeds: int) -> bool:
-    """Whether a group of seeds gets a D-Ens row (summary, tables, figures)."""
+    """Whether a cell of seeds gets a D-Ens row (summary, tables, figures)."""
     return method == ENSEMBLE_OF and n_seeds >= MIN_MEMBERS

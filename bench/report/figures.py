@@ -1,4 +1,4 @@
-"""The report's figures from records and groups: reliability diagrams (per
+"""The report's figures from records and cells: reliability diagrams (per
 dataset x backbone, pooled over seeds or per seed), ECE against the bin
 count, and the Friedman / Nemenyi critical-difference diagrams.
 
@@ -54,9 +54,23 @@ def reliability_panels(runs, seed=None, sections=None, names=None) -> list[tuple
     return panels
 
 
+def reliability_figures(runs, dataset: str, backbone: str, seed=None, sections=None,
+                        names=None) -> tuple:
+    """(binned, smoothed) reliability figures of one dataset x backbone, pooled
+    over seeds (seed None) or of one seed."""
+    from bench.report import calplots, plots  # matplotlib: only when figures are drawn (CLI start-up)
+
+    rs = [r for r in runs if (r.dataset, r.backbone) == (dataset, backbone)]
+    what = "pooled over seeds" if seed is None else f"seed {seed}"
+    panels = reliability_panels(rs, seed, sections, names)
+    name = f"{block_title(dataset, backbone, names)} ({what})"
+    return (plots.reliability_figure(panels, name),
+            calplots.smooth_reliability_figure(panels, f"{name}, smoothed"))
+
+
 def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
                      sections=None, names=None) -> list[Path]:
-    from bench.report import calplots, plots  # matplotlib: only when figures are drawn (CLI start-up)
+    from bench.report import plots
 
     cells: dict = {}
     for r in runs:
@@ -65,28 +79,24 @@ def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
     for (ds, bb), rs in tqdm(sorted(cells.items()), desc="reliability", disable=not progress):
         seeds = [None] + (sorted({r.seed for r in rs}) if per_seed else [])
         for seed in seeds:
-            what = "pooled over seeds" if seed is None else f"seed {seed}"
-            panels = reliability_panels(rs, seed, sections, names)
-            name = f"{block_title(ds, bb, names)} ({what})"
             stem = f"{ds}_{bb}" + ("" if seed is None else f"_seed{seed}")
-            written += plots.save(plots.reliability_figure(panels, name),
-                                  out / "figures" / f"reliability_{stem}")
-            written += plots.save(calplots.smooth_reliability_figure(panels, f"{name}, smoothed"),
-                                  out / "figures" / f"smooth_reliability_{stem}")
+            binned, smooth = reliability_figures(rs, ds, bb, seed, sections, names)
+            written += plots.save(binned, out / "figures" / f"reliability_{stem}")
+            written += plots.save(smooth, out / "figures" / f"smooth_reliability_{stem}")
     return written
 
 
-def make_bin_sensitivity(groups: dict, out: Path, sections=None, names=None) -> list[Path]:
+def make_bin_sensitivity(cells: dict, out: Path, sections=None, names=None) -> list[Path]:
     """ECE against the number of bins, per dataset and backbone, one line per
     table row of the main table (trained rows and D-Ens)."""
     from bench.report import calplots, plots
 
-    cells: dict = {}
-    for (ds, bb, key), g in groups.items():
+    blocks: dict = {}
+    for (ds, bb, key), g in cells.items():
         if g.variant in (Variant.SEEDS, Variant.DENS):
-            cells.setdefault((ds, bb), {})[g.row_method] = g
+            blocks.setdefault((ds, bb), {})[g.row_method] = g
     written = []
-    for (ds, bb), rows in sorted(cells.items()):
+    for (ds, bb), rows in sorted(blocks.items()):
         order = [m for sec in ordered_methods(set(rows), sections) for m in sec]
         data = calplots.bin_sensitivity([(method_name(m, names), rows[m]) for m in order])
         fig = calplots.bin_sensitivity_figure(
@@ -95,33 +105,53 @@ def make_bin_sensitivity(groups: dict, out: Path, sections=None, names=None) -> 
     return written
 
 
-def make_friedman(tables, out: Path, alpha: float) -> tuple[list[Path], list[list], list[str]]:
-    from bench.report import plots  # see make_reliability
-
+def friedman_table(tables, metric: str) -> tuple[dict, list[str]]:
+    """{((dataset, backbone), row label): score} of the main tables' re-run
+    rows (Rank or a metric's mean), and the row labels in table order."""
     mains = [t for t in tables if t.kind == "main"]
-    written, rows, notes = [], [], []
+    table = {}
+    for t in mains:
+        for r in (r for r in t.rows if not r.copied):  # copied rows: no blocks of runs
+            for b in t.backbones:
+                c = t.cells.get((r.key, b))
+                if c is not None:
+                    table[((t.dataset, b), r.label)] = c.rank if metric == "rank" else c.mean[metric]
+    labels = list(dict.fromkeys(r.label for t in mains for r in t.rows if not r.copied))
+    return table, labels
+
+
+def friedman_tests(tables, alpha: float) -> tuple[list, list[list], list[str]]:
+    """The Friedman test and Nemenyi CD over (dataset, backbone) blocks per
+    FRIEDMAN_METRICS entry: ([(metric, Friedman)], friedman.csv rows, notes)."""
+    results, rows, notes = [], [], []
     for metric, higher in FRIEDMAN_METRICS:
-        table = {}
-        for t in mains:
-            for r in (r for r in t.rows if not r.copied):  # copied rows: no blocks of runs
-                for b in t.backbones:
-                    c = t.cells.get((r.key, b))
-                    if c is not None:
-                        table[((t.dataset, b), r.label)] = c.rank if metric == "rank" else c.mean[metric]
-        labels = list(dict.fromkeys(r.label for t in mains for r in t.rows if not r.copied))
-        methods, blocks, scores = stats.complete_blocks(table, labels)
+        methods, blocks, scores = stats.complete_blocks(*friedman_table(tables, metric))
         if len(methods) < 3 or len(blocks) < 2:
             notes.append(f"no Friedman test / CD diagram: needs >= 3 methods present in >= 2 "
                          f"(dataset, backbone) blocks; have {len(methods)} methods in "
                          f"{len(blocks)} blocks")
             break  # the same for every metric
         f = stats.friedman(scores, methods, ["/".join(b) for b in blocks], higher, alpha)
+        results.append((metric, f))
         rows.append([metric, len(blocks), len(methods), f.statistic, f.p, f.cd,
                      " ".join(f"{m}={r:.3f}" for m, r in zip(f.methods, f.avg_ranks))])
-        fig = plots.cd_figure(list(f.methods), list(f.avg_ranks), f.cd,
-                              f"{metric}: Friedman p = {f.p:.3g}, Nemenyi CD (alpha {alpha}) "
-                              f"over {len(blocks)} blocks")
-        written += plots.save(fig, out / "figures" / f"cd_{metric}")
-    return written, rows, notes
+    return results, rows, notes
 
 
+def cd_figure(metric: str, f, alpha: float):
+    """The critical-difference diagram of one friedman_tests result."""
+    from bench.report import plots  # see make_reliability
+
+    return plots.cd_figure(list(f.methods), list(f.avg_ranks), f.cd,
+                           f"{metric}: Friedman p = {f.p:.3g}, Nemenyi CD (alpha {alpha}) "
+                           f"over {len(f.blocks)} blocks")
+
+
+def make_cd(results, out: Path, alpha: float) -> list[Path]:
+    """OUT/figures/cd_<metric>.{png,pdf} per friedman_tests result."""
+    from bench.report import plots
+
+    written = []
+    for metric, f in results:
+        written += plots.save(cd_figure(metric, f, alpha), out / "figures" / f"cd_{metric}")
+    return written

@@ -24,7 +24,7 @@ from bench.core.paper import TS_VARIANTS, Variant
 from bench.report import aggregate
 from bench.report.frame import METRICS
 
-EXTRA = tuple(C.MEASURES)  # measures added to every group (brier is already a record metric)
+EXTRA = tuple(C.MEASURES)  # measures added to every cell (brier is already a record metric)
 CI_METRICS = ("acc", "ece", "nll")  # bootstrapped over test samples per run
 VERSION = 1  # bump when a measure changes: every cache entry is recomputed
 CACHE_FILE = Path("cache") / "measures.json"
@@ -97,13 +97,13 @@ def run_measures(cache: Cache, path: Path, with_ts: bool) -> dict:
     return cache.get(str(path), record_key(path), lambda: run_entry(path, with_ts), need)
 
 
-def attach(groups: dict, runs: list, cache: Cache, with_ts: bool = True) -> dict:
-    """Add the EXTRA measures to every group's per-seed values, and to
+def attach(cells: dict, runs: list, cache: Cache, with_ts: bool = True) -> dict:
+    """Add the EXTRA measures to every cell's per-seed values, and to
     `extra`: "boot" (per seed: metric -> bootstrap (lo, hi)) and "ci" (metric
     -> interval of the cell, see cell_ci). Returns {run path: entry}."""
     per_run = {r.path: run_measures(cache, r.path, with_ts) for r in runs}
     by_seed = {(r.dataset, r.backbone, r.method, r.chash, r.seed): r for r in runs}
-    for (ds, bb, _), g in groups.items():
+    for (ds, bb, _), g in cells.items():
         members = [by_seed[(ds, bb, g.method, g.chash, s)] for s in g.seeds]
         if g.variant == Variant.DENS:
             paths = [r.path for r in members]
@@ -168,23 +168,19 @@ def runs_frame(runs: list, per_run: dict) -> pd.DataFrame:
     return pd.concat([aggregate.runs_frame(runs), extra], axis=1)
 
 
-def groups_frame(groups: dict, expected: dict) -> pd.DataFrame:
-    """groups.csv: aggregate.groups_frame's columns, then each extra measure's
+def cells_frame(cells: dict, expected: dict) -> pd.DataFrame:
+    """groups.csv: aggregate.cells_frame's columns, then each extra measure's
     mean and std, then every metric's 95% interval (cell_ci)."""
-    cols = [f"{m}_{s}" for m in EXTRA for s in ("mean", "std")] + \
-        [f"{m}_ci_{s}" for m in (*METRICS, *EXTRA) for s in ("lo", "hi")]
+    cols = [f"{m}_ci_{s}" for m in (*METRICS, *EXTRA) for s in ("lo", "hi")]
     rows = []
-    for _, g in sorted(groups.items()):
+    for _, g in sorted(cells.items()):
         row = {}
-        for m in EXTRA:
-            row[f"{m}_mean"] = g.mean(m) if m in g.values else None
-            row[f"{m}_std"] = g.std(m) if m in g.values else None
         for m in (*METRICS, *EXTRA):
             ci = g.extra.get("ci", {}).get(m)
             row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = ci if ci else (None, None)
         rows.append(row)
-    return pd.concat([aggregate.groups_frame(groups, expected), pd.DataFrame(rows, columns=cols)],
-                     axis=1)
+    return pd.concat([aggregate.cells_frame(cells, expected), aggregate.cell_stats(cells, EXTRA),
+                      pd.DataFrame(rows, columns=cols)], axis=1)
 
 
 def write(frame: pd.DataFrame, path: Path) -> Path:

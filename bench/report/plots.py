@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+# Figures are Figure objects of their own, never pyplot's: drawing a report
+# (also from a notebook, through bench.api) leaves the caller's backend and
+# open figures alone, and needs no display.
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only; never needs a display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from bench.core.metrics import calibration_gap, ece, ece_bins  # noqa: E402
+from bench.core.metrics import calibration_gap, ece, ece_bins
 
 N_BINS = 15
 PANELS_PER_ROW = 5
@@ -78,7 +78,7 @@ def figure_grid(n: int):
     cols = min(n, PANELS_PER_ROW)
     nrows = -(-n // cols)
     height = 3.9 * nrows + 1.4
-    fig = plt.figure(figsize=(2.7 * cols + 0.6, height))
+    fig = Figure(figsize=(2.7 * cols + 0.6, height))
     outer = fig.add_gridspec(nrows, cols, hspace=0.4, wspace=0.28, top=1 - 0.95 / height,
                              bottom=0.75 / height)
     return fig, height, [(*divmod(i, cols), outer[divmod(i, cols)]) for i in range(n)]
@@ -109,8 +109,13 @@ def save(fig, stem: Path) -> list[Path]:
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for p in paths:
         fig.savefig(p, dpi=150, bbox_inches="tight")
-    plt.close(fig)
     return paths
+
+
+def subplots(*grid, figsize) -> tuple:
+    """(figure, axes) as pyplot.subplots, on a Figure of its own."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*grid)
 
 
 # ---------------------------------------------------------------- CD diagram
@@ -136,7 +141,7 @@ def cd_figure(names: list[str], avg_ranks: list[float], cd: float, title: str):
     ranks = [float(avg_ranks[i]) for i in order]
     k = len(names)
     half = -(-k // 2)
-    fig, ax = plt.subplots(figsize=(6.5, 1.2 + 0.28 * half))
+    fig, ax = subplots(figsize=(6.5, 1.2 + 0.28 * half))
     ax.set_xlim(0.5, k + 0.5)
     ax.set_ylim(-0.35 * (half + 1), 1.0)
     ax.axis("off")

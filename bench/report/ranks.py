@@ -8,33 +8,34 @@ holding that value gets the mark, as the paper's Kvasir table does).
 """
 from __future__ import annotations
 
-import math
 from typing import Sequence
+
+import pandas as pd
 
 # (metric, higher is better) in the paper's column order.
 RANK_METRICS = (("acc", True), ("ece", False), ("nll", False))
 
 
-def ordinal_ranks(values: Sequence[float], higher_is_better: bool) -> list[int]:
-    """1 = best; equal values keep their order of appearance; NaN ranks last."""
-    def key(i):
-        v = values[i]
-        if v is None or math.isnan(v):
-            return (1, 0.0, i)
-        return (0, -v if higher_is_better else v, i)
+def _ranks(values: pd.Series, higher_is_better: bool) -> pd.Series:
+    """1 = best; method="first": equal values rank in their order of
+    appearance; NaN (or None) ranks last."""
+    return values.astype(float).rank(method="first", ascending=not higher_is_better,
+                                      na_option="bottom")
 
-    order = sorted(range(len(values)), key=key)
-    ranks = [0] * len(values)
-    for position, i in enumerate(order, start=1):
-        ranks[i] = position
-    return ranks
+
+def ordinal_ranks(values: Sequence[float], higher_is_better: bool) -> list[int]:
+    """The ranks of one column (see _ranks), as ints."""
+    return [int(r) for r in _ranks(pd.Series(list(values), dtype=object), higher_is_better)]
 
 
 def mean_ranks(rows: Sequence[dict], metrics=RANK_METRICS) -> list[float]:
     """rows: one dict per method (in table order) with the metric means.
     Returns each row's Rank = mean of its per-metric ranks."""
-    per_metric = [ordinal_ranks([r[m] for r in rows], hib) for m, hib in metrics]
-    return [sum(col[i] for col in per_metric) / len(metrics) for i in range(len(rows))]
+    if not rows:
+        return []
+    frame = pd.DataFrame([{m: r[m] for m, _ in metrics} for r in rows], dtype=object)
+    ranks = pd.DataFrame({m: _ranks(frame[m], hib) for m, hib in metrics})
+    return [float(v) for v in ranks.sum(axis=1) / len(metrics)]
 
 
 def rank_marks(ranks: Sequence[float]) -> list[str | None]:

@@ -2,7 +2,7 @@
 with the derived rows under their method: `<method>+ts` (temperature scaling,
 mean fitted T) and, under sl1h, `dens` (deep ensemble of its seeds: one
 number, no std, as the paper). Its numbers come from the same aggregation as
-`bench report` (bench.report.aggregate.build_groups)."""
+`bench report` (bench.report.aggregate.build_cells)."""
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -16,7 +16,7 @@ from bench.core.paper import Variant
 from bench.report import aggregate, frame
 
 COLUMNS = (("acc", "ACC"), ("ece", "ECE"), ("nll", "NLL"))
-# Which groups the summary shows under each method, in this order.
+# Which cells the summary shows under each method, in this order.
 SHOWN = (Variant.SEEDS, Variant.TS, Variant.DENS)
 
 
@@ -26,15 +26,15 @@ def mean_pm_std(values, scale: float = 100.0, digits: int = 2) -> str:
     return f"{arr.mean():.{digits}f} ± {arr.std(ddof=0):.{digits}f}"
 
 
-def group_paths(groups) -> "OrderedDict[object, list[Path]]":
+def experiment_paths(records) -> "OrderedDict[object, list[Path]]":
     """(experiment, record path) pairs -> experiment: paths, in first-seen order."""
     by_exp: "OrderedDict[object, list[Path]]" = OrderedDict()
-    for exp, path in groups:
+    for exp, path in records:
         by_exp.setdefault(exp, []).append(Path(path))
     return by_exp
 
 
-def _row(g: aggregate.Group) -> list:
+def _row(g: aggregate.CellData) -> list:
     if g.single:  # one ensemble, one number per metric
         cells = [f"{100 * g.values[key][0]:.2f}" for key, _ in COLUMNS]
         return [g.key, g.backbone, g.extra["members"], *cells, ""]
@@ -43,19 +43,20 @@ def _row(g: aggregate.Group) -> list:
     return [g.key, g.backbone, g.n, *cells, f"{np.mean(temps):.3f}" if temps else ""]
 
 
-def summary_rows(groups) -> list[list]:
+def summary_rows(records) -> list[list]:
     """One row per experiment, then its derived rows (+ts, and dens for sl1h)."""
     rows = []
-    for paths in group_paths(groups).values():
+    for paths in experiment_paths(records).values():
         df, _ = frame.load_records(store.RecordKey.root_of(paths[0]), paths)
-        built, _ = aggregate.build_groups(aggregate.runs_of(df))
+        built, _ = aggregate.build_cells(aggregate.runs_of(df))
         by_variant = {g.variant: g for g in built.values()}
         rows += [_row(by_variant[v]) for v in SHOWN if v in by_variant]
     return rows
 
 
-def summary_table(groups) -> str:
+def summary_table(records) -> str:
+    """The table of (experiment, record path) pairs, one row per experiment and its derived rows."""
     headers = (["method", "backbone", "seeds"] + [f"{title} (x100)" for _, title in COLUMNS]
                + ["T"])
     # numparse off: "0.230" must keep its digits
-    return tabulate(summary_rows(groups), headers=headers, tablefmt="github", disable_numparse=True)
+    return tabulate(summary_rows(records), headers=headers, tablefmt="github", disable_numparse=True)

@@ -238,7 +238,7 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
                 sig_test: str | None = None, caption: str | None = None,
                 notes=(), metrics: tuple = (), ci: bool = False, labels: dict | None = None,
                 gap: bool = True, reference: str = REFERENCE) -> Table | None:
-    """groups: (dataset, backbone, row key) -> aggregate.Group; expected: the
+    """groups: (dataset, backbone, row key) -> aggregate.CellData; expected: the
     seeds asked (n/N marks short cells). sig: optional
     (backbone, row key) -> {metric: bool}. None when nothing to show."""
     have = {b for d, b, _ in groups if d == dataset}

@@ -3,12 +3,12 @@ what `bench run` parses and what `bench.api.run` takes as keyword arguments,
 so both reach the same code (bench.sweep.plan) with the same checks.
 
 Field names are the `bench run` option names (`--jobs-per-gpu` ->
-`jobs_per_gpu`), so executors and checks read them as they read the parsed
-command line; repeatable options are tuples of KEY=VALUE strings.
+`jobs_per_gpu`); repeatable options are tuples of KEY=VALUE strings. The
+command line converts its parsed arguments (bench.cli.commands.run_options):
+argparse objects stay in bench/cli.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 
@@ -48,16 +48,6 @@ class RunOptions:
     array_parallelism: int = 16
     slurm_folder: str | None = None
     submitit_cluster: str = "slurm"
-
-    @classmethod
-    def from_namespace(cls, args) -> "RunOptions":
-        """The options of a parsed `bench run` (lists become tuples)."""
-        values = {}
-        for f in dataclasses.fields(cls):
-            if hasattr(args, f.name):
-                value = getattr(args, f.name)
-                values[f.name] = tuple(value) if isinstance(value, list) else value
-        return cls(**values)
 
 
 def names_text(value) -> str:

@@ -5,7 +5,8 @@ path of `bench run` and `bench.api.run`.
 each, before anything is written), resolves the profile and builds the specs;
 `execute(grid, opts)` trains what is missing and, with `tensorboard`, writes
 TensorBoard event files beside every finished record. `opts` is a
-bench.sweep.options.RunOptions.
+bench.sweep.options.RunOptions (the command line builds one from its
+arguments: no argparse object reaches this package).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from bench.sweep.executors import check_options
 from bench.core.paper import PAPER_BACKBONES, PAPER_METHODS
 from bench.core.registry import expand_names
 from bench.sweep.grid import build_specs, load_options
+from bench.sweep.options import RunOptions
 from bench.train.backbones import BACKBONES
 
 
@@ -34,7 +36,7 @@ class Grid:
     datasets: list
 
 
-def plan(opts) -> Grid:
+def plan(opts: RunOptions) -> Grid:
     """Every check, then the grid (nothing trained or written but --results)."""
     check_run_flags(opts)
     check_data_paths(opts.data_root, opts.data_opts)
@@ -49,7 +51,7 @@ def plan(opts) -> Grid:
     return Grid(specs, experiments, datasets)
 
 
-def execute(grid: Grid, opts, progress: bool = True) -> list[dict]:
+def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
     """Train the grid's missing runs; one outcome per spec (bench.sweep.run)."""
     from bench.sweep.run import run_sweep
 
@@ -63,25 +65,26 @@ def execute(grid: Grid, opts, progress: bool = True) -> list[dict]:
     return outcomes
 
 
-def resolve_run(args):
-    """Validate every name and override before any data is loaded."""
+def resolve_run(opts: RunOptions):
+    """Validate every name and override before any data is loaded: (seeds,
+    methods, training config, datasets, backbones, per-method --set values)."""
     from bench.datasets import DATASETS
     from bench.methods import METHODS, create_method, method_params, training_methods
 
-    seeds = parse_seeds(args.seeds)
-    base = get_profile(args.profile)
-    datasets = expand_names(args.dataset, DATASETS.names(), "dataset", DATASETS)
+    seeds = parse_seeds(opts.seeds)
+    base = get_profile(opts.profile)
+    datasets = expand_names(opts.dataset, DATASETS.names(), "dataset", DATASETS)
     backbones = None
-    if args.backbone is not None:
+    if opts.backbone is not None:
         from bench.train.backbones import canonical_backbone
 
         backbones = [canonical_backbone(b) for b in
-                     expand_names(args.backbone, BACKBONES.names(), "backbone", BACKBONES,
+                     expand_names(opts.backbone, BACKBONES.names(), "backbone", BACKBONES,
                                   aliases={"all": list(PAPER_BACKBONES),
                                            "paper": list(PAPER_BACKBONES)})]
-    names = expand_names(args.method, training_methods(), "method", METHODS,
+    names = expand_names(opts.method, training_methods(), "method", METHODS,
                          aliases={"paper": list(PAPER_METHODS)})
-    raw = parse_set(args.overrides)
+    raw = parse_set(list(opts.overrides))
     owned = {name: field_types(method_params(name)) for name in names}
     train_keys = field_types(base)
     valid = set(train_keys).union(*owned.values())
@@ -89,32 +92,32 @@ def resolve_run(args):
         if key not in valid:
             raise unknown_key(key, names, sorted(valid))
     cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
-    cfg = _initial_weights(cfg, args)
+    cfg = _initial_weights(cfg, opts)
     validate(cfg)  # a bad value fails here, not once per run
-    preset = PROFILE_METHOD_SETS.get(args.profile, {})  # the profile's method presets
+    preset = PROFILE_METHOD_SETS.get(opts.profile, {})  # the profile's method presets
     per_method = {n: {k: v for k, v in {**preset, **raw}.items() if k in owned[n]}
                   for n in names}
     methods = [create_method(n, per_method[n]) for n in names]
     return seeds, methods, cfg, datasets, backbones, per_method
 
 
-def check_run_flags(args) -> None:
+def check_run_flags(opts: RunOptions) -> None:
     """Flags that need no data: refused before any grid is built or written."""
     from bench.core.device import check_device
 
-    if args.json and not args.dry_run:
+    if opts.json and not opts.dry_run:
         # a real run prints tables and a summary; JSON lines describe the plan only
         raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
                          "(nothing is trained) or drop --json")
-    if getattr(args, "tensorboard", False):
+    if opts.tensorboard:
         import importlib.util
 
         if importlib.util.find_spec("tensorboard") is None:
             raise BenchError("--tensorboard needs the tensorboard package: pip install "
                              "tensorboard (or mhml-bench[extra]), or drop --tensorboard")
-    if args.device is not None:
-        check_device(args.device, indexed=True)
-    if args.weights is not None and not args.weights.strip():
+    if opts.device is not None:
+        check_device(opts.device, indexed=True)
+    if opts.weights is not None and not opts.weights.strip():
         raise BenchError("--weights '': empty path; give a .safetensors file or a torch state "
                          "dict, or drop --weights")
 
@@ -150,10 +153,10 @@ def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
     return choices_error("--set key", key, valid)
 
 
-def _initial_weights(cfg: TrainConfig, args) -> TrainConfig:
+def _initial_weights(cfg: TrainConfig, opts: RunOptions) -> TrainConfig:
     """--pretrained / --no-pretrained over the profile's default; --weights
     implies weights. The grid drops a profile default for smallcnn."""
-    pretrained, weights = getattr(args, "pretrained", None), getattr(args, "weights", None)
+    pretrained, weights = opts.pretrained, opts.weights
     if pretrained is False and weights:
         raise BenchError(f"--weights {weights} and --no-pretrained contradict each "
                          "other; give one (--weights: that file, --no-pretrained: from scratch)")

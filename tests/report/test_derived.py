@@ -57,7 +57,7 @@ def test_ts_rows_are_variants_of_the_same_seeds(tmp_path):
         logits = rng.normal(size=(20, 3)).astype(np.float32) * 3
         path = _record(tmp_path / f"s{seed}", logits, rng.integers(0, 3, 20))
         runs.append(aggregate.Run("toy", "bb", "sl1h", "abc", seed, 1, {}, {}, path))
-    base, scaled = aggregate.ts_groups(runs)
+    base, scaled = aggregate.ts_cells(runs)
     assert (base.key, base.variant, scaled.key, scaled.variant) == (
         "sl1h@ts-base", "ts-base", "sl1h+ts", "ts")
     assert base.seeds == scaled.seeds == (0, 1) and not base.single

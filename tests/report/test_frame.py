@@ -323,15 +323,15 @@ def test_csv_files_have_the_documented_columns_and_values(known, tmp_path):
     got = {tuple(r[:5]) + (r[-1],) for r in rows[1:]}
     assert got == {(r.dataset, r.backbone, r.method, r.chash, str(r.seed), str(r.path))
                    for r in runs}
-    groups, _ = aggregate.build_groups(runs, with_ts=False)
+    groups, _ = aggregate.build_cells(runs, with_ts=False)
     expected = aggregate.expected_seeds(runs)
-    path = aggregate.write_groups_csv(groups, expected, tmp_path / "c" / "d" / "g.csv")
+    path = aggregate.write_cells_csv(groups, expected, tmp_path / "c" / "d" / "g.csv")
     table = _csv(path)
     metrics, costs = RUNS_COLUMNS[6:12], RUNS_COLUMNS[12:16]
     assert list(table[0]) == ["dataset", "backbone", "row", "method", "config_hash", "n", "N",
                               "seeds", *[f"{m}_{s}" for m in metrics for s in ("mean", "std")],
                               *costs, "variant"]
-    assert list(aggregate.groups_frame({}, {}).columns) == list(table[0])  # header even if empty
+    assert list(aggregate.cells_frame({}, {}).columns) == list(table[0])  # header even if empty
     assert list(aggregate.runs_frame([]).columns) == RUNS_COLUMNS
     cell = next(r for r in table if (r["backbone"], r["row"]) == ("resnet50", "sl1h"))
     assert (cell["dataset"], cell["method"], cell["config_hash"], cell["seeds"]) == (
@@ -380,7 +380,7 @@ def test_build_groups_advances_the_progress_bar_once_per_cell(known):
 
     runs = aggregate.load_runs(known)
     count = Count()
-    aggregate.build_groups(runs, with_ts=False, progress=count)
+    aggregate.build_cells(runs, with_ts=False, progress=count)
     assert count.n == len({(r.dataset, r.backbone, r.method) for r in runs}) > 1
 
 
@@ -388,7 +388,7 @@ def test_a_cell_of_one_run_is_a_group_of_one(known):
     from bench.report import aggregate
 
     run = aggregate.load_runs(known)[0]
-    groups, _ = aggregate.build_groups([run], with_ts=False)
+    groups, _ = aggregate.build_cells([run], with_ts=False)
     (key, group), = groups.items()
     assert key == (run.dataset, run.backbone, run.method) and group.seeds == (run.seed,)
     assert group.mean("acc") == run.metrics["acc"] and group.std("acc") == 0.0

@@ -182,7 +182,7 @@ def test_order_sections_and_caption_are_configurable(report):
     from bench.report.tables import build_table
 
     runs = aggregate.load_runs(report[0])
-    groups, _ = aggregate.build_groups(runs, with_ts=False)
+    groups, _ = aggregate.build_cells(runs, with_ts=False)
     t = build_table("main", "toy", groups, (0, 1, 2), sections=(("4hml", "sl1h"), ("ls",)),
                     caption=r"My {dataset} table over {n} seeds")
     tex = latex.fragment(t)
@@ -199,7 +199,7 @@ def test_a_backbone_without_runs_shows_dashes_and_a_footnote(report):
 
     runs = [r for r in aggregate.load_runs(report[0])
             if (r.backbone, r.method) != ("convnext_tiny", "4hml")]
-    groups, _ = aggregate.build_groups(runs, with_ts=False)
+    groups, _ = aggregate.build_cells(runs, with_ts=False)
     tex = latex.fragment(build_table("main", "toy", groups, (0, 1, 2)))
     cells = dict(body_rows(tex))["4HML"]
     assert cells[5:] == ["--"] * 5 and cells[4] == r"\underline{\textbf{2.0}}"

@@ -152,12 +152,12 @@ def test_one_sl1h_seed_gives_no_dens_row_but_a_note(tmp_path):
     write_known(tmp_path)
     runs = [r for r in aggregate.load_runs(tmp_path)
             if not (r.backbone == "resnet50" and r.method == "sl1h" and r.seed > 0)]
-    groups, notes = aggregate.build_groups(runs, with_ts=False)
+    groups, notes = aggregate.build_cells(runs, with_ts=False)
     assert ("toy", "resnet50", "dens") not in groups
     assert groups[("toy", "convnext_tiny", "dens")].seeds == (0, 1, 2)
     assert notes == ["toy/resnet50: D-Ens needs >= 2 sl1h seeds, found 1"]
     with pytest.raises(BenchError, match="at least 2 sl1h seeds, got 1"):
-        aggregate.ensemble_group([r for r in runs if r.method == "sl1h"][:1])
+        aggregate.ensemble_cell([r for r in runs if r.method == "sl1h"][:1])
 
 
 def test_report_parser_imports_no_plotting_or_scipy_stats():

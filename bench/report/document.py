@@ -1,0 +1,192 @@
+"""`Report`: what bench.report.build computed, as data, and `Report.write`,
+which writes the files `bench report` writes:
+
+  OUT/runs.csv, OUT/groups.csv, OUT/failed_runs.csv   tidy data
+  OUT/cache/measures.json                            the measures' cache
+  OUT/stats/paired_tests.csv, OUT/stats/friedman.csv
+  OUT/tables/<dataset>_{main,std,ts}.{tex,md} (+ _doc.tex wrappers, all_tables.tex)
+  OUT/figures/...                                    reliability, ECE/bins, curves, CD
+  OUT/compare/...                                    with --compare paper
+  OUT/report.md                                      everything in one page
+
+Figures are drawn on demand (`reliability_figures`, `cd_figure`) or by
+`write`; a figure is a matplotlib Figure of its own, never pyplot's state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from bench.report import aggregate, curves, latex, textables
+from bench.report import figures as figs
+from bench.report.options import ReportOptions
+from bench.report.tables import dataset_name, method_name, missing_notes
+
+
+@dataclass
+class Report:
+    """A built report. DataFrames: `runs` (runs.csv: one row per run),
+    `groups` (groups.csv: one row per cell, a dataset x backbone x row
+    aggregate over seeds), `significance` (the paired tests), `friedman`,
+    `comparison` / `claims` (--compare paper); `table_cells()` every table
+    cell as shown. `tables` are bench.report.tables.Table objects (LaTeX and
+    Markdown renderers take them), `failures` the failed or unfinished runs,
+    `notes` what the report says beside its tables. After `write`, `paths`
+    holds the files written and `text` the summary `bench report` prints."""
+
+    options: ReportOptions
+    results: Path
+    run_list: list  # aggregate.Run, the finished runs shown
+    cell_map: dict  # (dataset, backbone, row) -> aggregate cell of re-run records
+    shown: dict  # cell_map and the copied published rows (--published-rows)
+    expected: dict  # dataset -> the seeds asked
+    labels: dict  # display names
+    tables: list
+    failures: list
+    notes: list
+    runs: pd.DataFrame
+    groups: pd.DataFrame
+    significance: pd.DataFrame
+    friedman: pd.DataFrame
+    comparison: dict | None = None  # {"rows", "claims", "notes"} with --compare paper
+    cd_results: list = field(default_factory=list)  # (metric, stats.Friedman)
+    cache: object = None  # measures.Cache of the extra measures
+    paths: tuple = ()
+    text: str = ""
+
+    # ------------------------------------------------------------ data
+    def table_cells(self) -> pd.DataFrame:
+        """Every table cell as shown: kind, dataset, backbone, row, label, n,
+        N, rank, mark, then <metric>_mean / <metric>_std (fractions)."""
+        return tables_frame(self.tables)
+
+    @property
+    def comparison_frame(self) -> pd.DataFrame | None:
+        from bench.report.comparetables import ROW_COLUMNS
+
+        if self.comparison is None:
+            return None
+        return pd.DataFrame(self.comparison["rows"], columns=list(ROW_COLUMNS))
+
+    @property
+    def claims(self) -> pd.DataFrame | None:
+        from bench.report.comparetables import CLAIM_COLUMNS
+
+        if self.comparison is None:
+            return None
+        return pd.DataFrame(self.comparison["claims"], columns=list(CLAIM_COLUMNS))
+
+    # --------------------------------------------------------- figures
+    def reliability_figures(self, dataset: str, backbone: str, seed: int | None = None):
+        """(binned, smoothed) reliability diagrams of one block (pooled over
+        seeds, or of one seed)."""
+        return figs.reliability_figures(self.run_list, dataset, backbone, seed,
+                                        self.options.sections, self.labels)
+
+    def cd_figure(self, metric: str = "rank"):
+        """The critical-difference diagram of `metric` (rank, acc, ece, nll),
+        or None where the Friedman test had too few methods or blocks."""
+        for m, f in self.cd_results:
+            if m == metric:
+                return figs.cd_figure(m, f, self.options.alpha)
+        return None
+
+    # ----------------------------------------------------------- write
+    def write(self, out_dir) -> list[Path]:
+        """Write every file of `bench report --out out_dir`; returns them in
+        the order the command lists them."""
+        from bench.report import measures
+        from bench.report.markdown import report_markdown
+
+        opts, out = self.options, Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self.cache.file = out / measures.CACHE_FILE
+        written = [measures.write(self.runs, out / "runs.csv"),
+                   measures.write(self.groups, out / "groups.csv"),
+                   self.cache.save(),
+                   aggregate.write_failures_csv(self.failures, out / "failed_runs.csv"),
+                   measures.write(self.significance, out / "stats" / "paired_tests.csv")]
+        written += write_tables(self.tables, out)
+        figures = []
+        notes = list(self.notes)
+        if not opts.no_plots:
+            figures = self.write_figures(out)
+            written.append(measures.write(self.friedman, out / "stats" / "friedman.csv"))
+        if self.comparison is not None:
+            from bench.report import comparetables
+
+            files, line = comparetables.write(self.comparison, out, not opts.no_plots)
+            written += files
+            notes.append(line)
+        md = out / "report.md"
+        md.write_text(report_markdown(self.tables, self.failures, notes, figures, out))
+        written += figures + [md]
+        self.paths = tuple(written)
+        self.text = summary_text(self.tables, self.failures, notes, written, self.run_list,
+                                 self.labels)
+        return written
+
+    def write_figures(self, out: Path) -> list[Path]:
+        """Reliability diagrams, ECE against bins, training curves and CD diagrams."""
+        opts, sections = self.options, self.options.sections
+        files = figs.make_reliability(self.run_list, out, opts.per_seed, not opts.no_progress,
+                                      sections, self.labels)
+        files += figs.make_bin_sensitivity(self.cell_map, out, sections, self.labels)
+        files += curves.write_curves(self.run_list, out / "figures",
+                                     lambda m: method_name(m, self.labels),
+                                     lambda ds, bb: figs.block_title(ds, bb, self.labels))
+        return files + figs.make_cd(self.cd_results, out, opts.alpha)
+
+
+def write_tables(tables, out: Path) -> list[Path]:
+    """OUT/tables/: each table's LaTeX fragment, its standalone document and
+    Markdown, and all_tables.tex."""
+    tdir = out / "tables"
+    tdir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for t in tables:
+        name = f"{t.dataset}_{t.kind}"
+        missing = missing_notes(t)
+        (tdir / f"{name}.tex").write_text(latex.fragment(t, missing))
+        (tdir / f"{name}_doc.tex").write_text(latex.document([name]))
+        (tdir / f"{name}.md").write_text(textables.render(t, markdown=True, missing=missing) + "\n")
+        written += [tdir / f"{name}.tex", tdir / f"{name}_doc.tex", tdir / f"{name}.md"]
+    names = [f"{t.dataset}_{t.kind}" for t in tables]
+    (tdir / "all_tables.tex").write_text(latex.document(names))
+    return written + [tdir / "all_tables.tex"]
+
+
+def tables_frame(tables) -> pd.DataFrame:
+    """One row per shown table cell (see Report.table_cells)."""
+    rows = []
+    for t in tables:
+        for r in t.rows:
+            for b in t.backbones:
+                c = t.cells.get((r.key, b))
+                if c is None:
+                    continue
+                rows.append({"kind": t.kind, "dataset": t.dataset, "backbone": b, "row": r.key,
+                             "method": r.method, "label": r.label, "copied": r.copied,
+                             "n": c.n, "N": c.N, "rank": c.rank, "mark": c.mark,
+                             **{f"{m}_mean": v for m, v in c.mean.items()},
+                             **{f"{m}_std": v for m, v in (c.std or {}).items()}})
+    return pd.DataFrame(rows)
+
+
+def summary_text(tables, failures, notes, written, runs, labels=None) -> str:
+    """What `bench report` prints: the main tables, notes, failures, files."""
+    lines = []
+    for t in tables:
+        if t.kind == "main":
+            lines += ["", f"{dataset_name(t.dataset, labels)} (test set, x100)",
+                      textables.render(t, missing=missing_notes(t))]
+    lines += [f"note: {n}" for n in notes]
+    if failures:
+        lines += ["", f"{len(failures)} failed or unfinished runs (see failed_runs.csv):"]
+        lines += [f"  {f['dataset']}/{f['backbone']}/{f['method']} seed {f['seed']}: "
+                  f"{f['reason']}" for f in failures]
+    lines += ["", f"{len(runs)} runs, {len(tables)} tables, {len(written)} files:"]
+    lines += [f"  {p}" for p in written]
+    return "\n".join(lines)

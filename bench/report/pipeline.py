@@ -1,0 +1,164 @@
+"""`build(results_dir, options) -> Report` (public as bench.report.build):
+the whole report computed from saved run records (no dataset, no GPU),
+nothing written.
+
+The steps, in order: read the finished records that match the filters and
+the failed or unfinished runs; pick the config of each row (--config);
+display names; one cell per (dataset, backbone, row) with its per-seed
+values, the deep ensemble and temperature-scaled rows; the extra measures
+from the saved logits (cached); the paired significance tests; the
+published rows (--published-rows); the tables; the Friedman tests over the
+main tables; the comparison with the paper (--compare paper). Report.write
+(bench.report.document) then writes what `bench report` writes.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from bench.core import store
+from bench.core.errors import BenchError
+from bench.report import aggregate, copied, names, paired, stats, unfinished
+from bench.report import figures as figs
+from bench.report.document import Report
+from bench.report.options import KINDS, ReportOptions, check_order
+from bench.report.tables import build_table
+
+FRIEDMAN_COLUMNS = ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"]
+
+
+def build(results_dir="results", options: ReportOptions | None = None, *,
+          cache_dir=None, live=None) -> Report:
+    """The report of the records under `results_dir`. `cache_dir`: a report
+    folder whose cache/measures.json holds measures computed before (the
+    command passes its --out); without it the measures are computed afresh.
+    `live`: record -> who trains it now, or None (bench.sweep.runstate's
+    live_holder, which `bench report` and bench.api pass); a run in training
+    is then not listed as unfinished."""
+    from bench.report import measures
+
+    opts = options or ReportOptions()
+    opts.validate()
+    if not str(results_dir).strip():
+        store.require_results_dir(results_dir)  # '' would read the current directory
+    runs, failures, notes = load(results_dir, opts, live)
+    check_order(opts.order, {r.method for r in runs})
+    ablation = {aggregate.ablation_key(m, p): label
+                for m, rows in aggregate.parse_ablation(opts.config).items()
+                for p, label in rows.items()}
+    labels, more = names.report_names(runs, list(opts.label or ()), ablation)
+    notes += more
+    if opts.significance:
+        paired.check_reference(opts.significance_ref, {r.method for r in runs})
+    expected = aggregate.expected_seeds(runs)
+    if opts.seeds is not None:  # every seed asked counts, found or not
+        expected = {ds: tuple(opts.seed_list) for ds in expected}
+    n_cells = len({(r.dataset, r.backbone, r.method) for r in runs})
+    with tqdm(total=n_cells, desc="aggregate", disable=opts.no_progress) as bar:
+        cells, more = aggregate.build_cells(runs, with_ts=not opts.no_ts, progress=bar)
+    notes += more
+    cache = measures.Cache(Path(cache_dir) / measures.CACHE_FILE if cache_dir else None)
+    per_run = measures.attach(cells, runs, cache, with_ts=not opts.no_ts)
+    marks, tests = paired.significance(cells, opts.test, opts.alpha, opts.significance_ref)
+    sig = pd.DataFrame(tests, columns=list(paired.COLUMNS))
+    notes += _significance_notes(opts, sig)
+    pub = copied.published_cells(cells, not opts.no_ts) if opts.published_rows else {}
+    if opts.published_rows and not pub:
+        notes.append(copied.NONE_ADDED)
+    test_names = " / ".join(sorted(set(sig["test"]))) or None  # which test(s) ran
+    tables = make_tables(opts, {**cells, **pub}, expected, marks, test_names, labels)
+    cd, f_rows, f_notes = figs.friedman_tests(tables, opts.alpha)
+    if not opts.no_plots:  # the Friedman results go with the CD diagrams
+        notes += f_notes
+    return Report(
+        options=opts, results=Path(results_dir), run_list=runs, cell_map=cells, shown={**cells, **pub},
+        expected=expected, labels=labels, tables=tables, failures=failures, notes=notes,
+        runs=measures.runs_frame(runs, per_run), groups=measures.cells_frame(cells, expected),
+        significance=sig, friedman=pd.DataFrame(f_rows, columns=FRIEDMAN_COLUMNS),
+        comparison=_comparison(cells) if opts.compare == "paper" else None,
+        cd_results=cd, cache=cache)
+
+
+def _significance_notes(opts: ReportOptions, sig: pd.DataFrame) -> list[str]:
+    few = sorted({int(n) for n in sig["n"] if n < stats.MIN_SEEDS_NOTE})
+    if opts.significance and few:
+        return [f"caution: some paired tests compare only {', '.join(map(str, few))} "
+                f"seed(s); below {stats.MIN_SEEDS_NOTE} a test has almost no power and a "
+                "marked difference is weak evidence"]
+    return []
+
+
+def _comparison(cells: dict) -> dict:
+    """--compare paper: our means against the published ones, and the claims."""
+    from bench.report import compare
+
+    ours = compare.rows_from_groups(cells)
+    rows, notes = compare.compare(ours)
+    return {"rows": rows, "claims": compare.claims(ours), "notes": notes}
+
+
+def load(results, opts: ReportOptions, live=None) -> tuple[list, list[dict], list[str]]:
+    """(runs of the chosen configs, failures of every config, notes). Damaged
+    records are skipped with a note and listed as failures."""
+    damaged: list = []
+    runs = aggregate.load_runs(results, opts.datasets, opts.backbones, opts.methods,
+                               damaged=damaged)
+    if opts.seeds is not None:
+        wanted = set(opts.seed_list)
+        runs = [r for r in runs if r.seed in wanted]
+    done = {(r.dataset, r.backbone, r.method, r.chash, str(r.seed)) for r in runs}
+    # a failure that a later rerun replaced by a finished record is history, not news
+    found = aggregate.find_failures(results) + unfinished.unfinished_runs(
+        results, live=live)  # a run training now is not unfinished
+    failures = [f for f in found
+                if (f["dataset"], f["backbone"], f["method"], f["config_hash"],
+                    str(f["seed"])) not in done] + damaged
+    notes = [f"skipped damaged record {f['path']}: {f['reason'].removeprefix('damaged: ')}"
+             for f in damaged]
+    if not runs:
+        found = store.datasets_under(results)
+        raise BenchError(f"no finished run records under {results}/ matching the filters "
+                         f"(datasets with records: {', '.join(found) or 'none'}; "
+                         f"{len(failures)} failed runs)")
+    runs, more = aggregate.select_configs(runs, opts.config)
+    return runs, failures, notes + more + setup_notes(runs)
+
+
+def setup_notes(runs) -> list[str]:
+    """A note per dataset whose records differ in what changes numbers without
+    changing the config hash (torch threads, device, versions)."""
+    from bench.core.provenance import mixed_setup
+
+    notes = []
+    for ds in sorted({r.dataset for r in runs}):
+        provs = [store.read_json(r.path / "config.json").get("provenance", {})
+                 for r in runs if r.dataset == ds]
+        mixed = mixed_setup(provs)
+        if mixed:
+            notes.append(f"{ds}: the records in these tables were made with different "
+                         f"{'; '.join(mixed)} (config.json provenance); numbers can differ "
+                         "for that reason alone")
+    return notes
+
+
+def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dict,
+                sig_name: str | None = None, labels=None) -> list:
+    """Every table: per dataset the main, std and (unless --no-ts) TS table;
+    `sig_marks` from bench.report.paired, `sig_name` the test(s) behind them."""
+    tables = []
+    for ds in sorted(expected):
+        sig = {(b, k): v for (d, b, k), v in sig_marks.items() if d == ds}
+        for kind in KINDS:
+            if kind == "ts" and opts.no_ts:
+                continue
+            t = build_table(kind, ds, cells, expected[ds], opts.backbones, opts.sections,
+                            cost=opts.cost and kind != "ts",
+                            sig=sig if opts.significance else None, sig_test=sig_name,
+                            caption=opts.caption(kind), metrics=opts.metric_columns,
+                            ci=opts.ci, labels=labels, gap=not opts.no_gap,
+                            reference=opts.significance_ref)
+            if t is not None:
+                tables.append(t)
+    return tables
