@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bench.core.errors import BenchError, choices_error
 from bench.core.seeds import parse_seeds
-from bench.report.derived import DENS
+from bench.core.paper import DENS
 from bench.report.stats import TESTS
 from bench.report.tables import CAPTIONS, METRIC_HEADS, REFERENCE
 
