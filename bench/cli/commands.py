@@ -11,7 +11,7 @@ from bench.train.backbones import BACKBONES
 from bench.core.config import (CHOICES, PROFILE_METHOD_SETS, PROFILES, TrainConfig,
                                field_types, key_table)
 from bench.cli.data import add_data_options
-from bench.sweep.executors import add_options as add_executor_options
+from bench.cli.executor_flags import add_executor_options
 from bench.sweep.options import RunOptions
 # the grid's checks and resolution live in bench.sweep.plan (shared with
 # bench.api); re-exported here for code that imported them from the CLI

@@ -7,6 +7,7 @@ from tabulate import tabulate
 from tqdm import tqdm
 
 from bench.core import store
+from bench.sweep.executor_options import ExecutorOptions
 from bench.sweep.executors import EXECUTORS
 
 STATUSES = ("done", "skipped", "busy", "failed")
@@ -42,7 +43,7 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
                       f"(last step {outcome.get('last_step')}; log {outcome.get('log')})")
 
     try:
-        EXECUTORS.get(opts.executor)(todo, opts, on_outcome)
+        EXECUTORS.get(opts.executor)(todo, ExecutorOptions.of(opts), on_outcome)
     finally:
         bar.close()
     return outcomes

@@ -285,15 +285,40 @@ def _die_with_sweep(pid: int, start: str | None, every: float = 0.5) -> None:
     threading.Thread(target=watch, name="watch-sweep", daemon=True).start()
 
 
+def _stop_on_sigterm() -> None:
+    """The sweep alone stops a run: SIGTERM (bench.sweep.executors.stop_children)
+    unwinds it like an exception, so its exit handlers still run (lock
+    released, multiprocessing finalizers); SIGINT is ignored because the
+    terminal's Ctrl-C also reaches every run of its process group, and a run
+    half-way through a KeyboardInterrupt was then cut short by the sweep's
+    SIGTERM before its finalizers ran."""
+    import signal
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # unwind once; the sweep may SIGKILL
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, handler)
+
+
 def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: int,
                sweep: tuple[int, str | None]) -> None:
     """Entry point of a local run's own process (forked from a server that has
     torch imported but never initialised CUDA, so pinning here still works)."""
     import json
+    import threading
 
     import torch
+    from tqdm import tqdm
 
+    _stop_on_sigterm()
     _die_with_sweep(*sweep)
+    # tqdm's default lock is a multiprocessing RLock: a named semaphore that a
+    # forkserver child registers with the sweep's resource tracker, which warned
+    # "leaked semaphore objects" whenever a run was killed before its exit
+    # handlers ran. This process draws no bars for other processes.
+    tqdm.set_lock(threading.RLock())
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)  # library output (warnings, tracebacks) goes to the run's log
     os.dup2(fd, 2)
@@ -312,4 +337,6 @@ def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: 
             json.dump(outcome, f)
         os.replace(report + ".tmp", report)
     except OSError:  # a full disk: the sweep reports the run as died, and why
+        pass
+    finally:  # also when stopped while writing it
         Path(report + ".tmp").unlink(missing_ok=True)
