@@ -34,7 +34,7 @@ def check_options(opts) -> None:
     opts = ExecutorOptions.of(opts)
     EXECUTORS.get(opts.executor)
     for name in ("jobs", "jobs_per_gpu", "time", "array_parallelism", "cpus_per_job"):
-        value = getattr(opts, name, None)
+        value = getattr(opts, name)
         if value is not None and value < 1:
             raise BenchError(f"--{name.replace('_', '-')} {value}: must be at least 1")
     _check_fuse(opts)
