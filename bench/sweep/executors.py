@@ -256,8 +256,8 @@ def _with_device(spec, device):
 def _exit_reason(rc: int) -> str:
     if _STOP.is_set():
         return "interrupted (Ctrl-C); rerun to train it"
-    if rc == 128 + signal.SIGTERM:  # worker.child_main's exit on SIGTERM
-        return "process stopped by SIGTERM"
+    if rc - 128 in (signal.SIGINT, signal.SIGTERM):  # worker.child_main's exit on them
+        return f"process stopped by {signal.Signals(rc - 128).name}"
     if rc < 0:
         name = signal.Signals(-rc).name
         why = " (out-of-memory killer or a user)" if name == "SIGKILL" else ""

@@ -285,21 +285,23 @@ def _die_with_sweep(pid: int, start: str | None, every: float = 0.5) -> None:
     threading.Thread(target=watch, name="watch-sweep", daemon=True).start()
 
 
-def _stop_on_sigterm() -> None:
-    """The sweep alone stops a run: SIGTERM (bench.sweep.executors.stop_children)
-    unwinds it like an exception, so its exit handlers still run (lock
-    released, multiprocessing finalizers); SIGINT is ignored because the
-    terminal's Ctrl-C also reaches every run of its process group, and a run
-    half-way through a KeyboardInterrupt was then cut short by the sweep's
-    SIGTERM before its finalizers ran."""
+def _stop_on_signal() -> None:
+    """SIGINT (the terminal's Ctrl-C reaches every process of its group) or
+    SIGTERM (bench.sweep.executors.stop_children) unwinds the run like an
+    exception, so its exit handlers still run (lock released, multiprocessing
+    finalizers); the process exits 128 + the signal. Further signals are
+    ignored while it unwinds: the sweep's SIGTERM right after the terminal's
+    SIGINT once cut a run short before its finalizers ran (the sweep
+    SIGKILLs a run that has not ended after a grace period)."""
     import signal
 
     def handler(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # unwind once; the sweep may SIGKILL
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, handler)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
 
 
 def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: int,
@@ -312,7 +314,7 @@ def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: 
     import torch
     from tqdm import tqdm
 
-    _stop_on_sigterm()
+    _stop_on_signal()
     _die_with_sweep(*sweep)
     # tqdm's default lock is a multiprocessing RLock: a named semaphore that a
     # forkserver child registers with the sweep's resource tracker, which warned
