@@ -297,7 +297,10 @@ def _stop_on_signal() -> None:
 
     def handler(signum, frame):
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
+            # a no-op, not SIG_IGN: a signal already pending when this ran
+            # would then raise "OSError: Signal 15 ignored due to race
+            # condition" in the middle of the unwinding (seen in runs' logs)
+            signal.signal(sig, lambda *_: None)
         raise SystemExit(128 + signum)
 
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -48,3 +48,7 @@ def test_ctrl_c_says_one_line_exits_130_and_leaves_no_resource_tracker_warning(t
         wait_for(lambda: not any(runstate.live_holder(s.record) for s in specs), timeout=60)
         assert not any(store.is_complete(s.record) for s in specs)
         assert not list(results.rglob("*outcome-*.json*"))
+        # each run unwound once, quietly (SystemExit), not through a
+        # KeyboardInterrupt cut short by the sweep's SIGTERM
+        for log in results.rglob("seed*.log"):
+            assert "Traceback" not in log.read_text(), log.read_text()
