@@ -261,12 +261,6 @@ PARSER_CALLS = {"add_argument", "add_argument_group", "add_mutually_exclusive_gr
 # is their entry point, and what it parses never travels further.
 ENTRY_SCRIPTS = {"bench.speed.gpuplan", "bench.speed.perf", "bench.speed.sidebyside",
                  "bench.speed.syncs"}
-# Sites that still take argparse objects, to convert to typed options: the
-# training config's loader options and the executors' options. This list may
-# only shrink (the second test below).
-PENDING_ARGPARSE_SITES = {
-    "bench.sweep.executors": {"calls add_argument", "calls add_argument_group"},
-}
 
 
 def argparse_sites(source: str) -> set[str]:
@@ -296,17 +290,8 @@ ARGPARSE_SITES = {name: sites for name, path in MODULES.items()
 
 
 def test_argparse_objects_stay_in_the_cli():
-    new = {name: sites - PENDING_ARGPARSE_SITES.get(name, set())
-           for name, sites in ARGPARSE_SITES.items()}
-    assert {name: s for name, s in new.items() if s} == {}, (
+    assert ARGPARSE_SITES == {}, (
         "parse arguments in bench/cli and pass typed options (a frozen dataclass) on")
-
-
-def test_the_pending_argparse_sites_only_shrink():
-    moved = {name: sites - ARGPARSE_SITES.get(name, set())
-             for name, sites in PENDING_ARGPARSE_SITES.items()}
-    assert {name: s for name, s in moved.items() if s} == {}, (
-        "these sites no longer take argparse objects: remove them from PENDING_ARGPARSE_SITES")
 
 
 def test_the_argparse_check_finds_each_kind():

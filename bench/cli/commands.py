@@ -11,7 +11,7 @@ from bench.train.backbones import BACKBONES
 from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
 from bench.core.settings import specs
 from bench.cli.data import add_data_options
-from bench.sweep.executors import add_options as add_executor_options
+from bench.cli.executor_flags import add_executor_options
 from bench.sweep.options import RunOptions
 from bench.sweep.plan import execute, plan
 from bench.report.summary import summary_table

@@ -2,7 +2,8 @@
 run, or per fused group with --fuse seeds|methods, pinned to a GPU slot) or
 `slurm` (submitit job arrays).
 
-An executor is `fn(specs, opts, on_outcome)`: it trains every spec and calls
+An executor is `fn(specs, opts, on_outcome)` (`opts` an ExecutorOptions,
+bench.sweep.executor_options): it trains every spec and calls
 `on_outcome(outcome_dict)` as each run ends (status done | skipped | busy |
 failed). Run failures never raise; only a broken executor does.
 """
@@ -15,10 +16,11 @@ import queue
 import signal
 import threading
 import uuid
-from pathlib import Path
 
 from bench.sweep import runstate
 from bench.core.errors import BenchError
+from bench.core.outcomes import Outcome
+from bench.sweep.executor_options import ExecutorOptions
 from bench.sweep.slurm import check_cluster, resources
 from bench.train.groups import FUSE_MODES, fuse_groups
 from bench.core.registry import Registry
@@ -26,39 +28,13 @@ from bench.core.registry import Registry
 EXECUTORS = Registry("executor")
 
 
-def add_options(p) -> None:
-    p.add_argument("--executor", default="local", help="local | slurm")
-    p.add_argument("--jobs", type=int, default=None,
-                   help="parallel runs: on CPU (default 1); with GPUs, a cap on the GPU slots")
-    p.add_argument("--jobs-per-gpu", type=int, default=1, help="runs sharing one GPU (local)")
-    p.add_argument("--fuse", default=None, metavar="{seeds,methods}",
-                   help="train runs together in one process as one fused model (local executor; "
-                        "pays on a GPU, slower on CPU): 'seeds' = the seeds of each method/config, "
-                        "'methods' = every run with the same data, backbone, training config "
-                        "and head count")
-    p.add_argument("--fuse-seeds", dest="fuse", action="store_const", const="seeds",
-                   help="alias of --fuse seeds")
-    p.add_argument("--fuse-max", type=int, default=None, metavar="N",
-                   help="cut fused groups into balanced chunks of at most N runs (GPU memory)")
-    g = p.add_argument_group("slurm (through submitit)")
-    g.add_argument("--partition", default=None, help="SLURM partition")
-    g.add_argument("--time", type=int, default=120, help="time limit per run, minutes")
-    g.add_argument("--gpus-per-job", type=int, default=None,
-                   help="GPUs per array task (default: 1 where the partition's nodes have "
-                        "GPUs, per sinfo's GRES, else 0)")
-    g.add_argument("--cpus-per-job", type=int, default=None,
-                   help="CPUs per array task (default: 4, at most the partition's CPUs per node)")
-    g.add_argument("--array-parallelism", type=int, default=16,
-                   help="most array tasks running at once")
-    g.add_argument("--slurm-folder", default=None, help="submitit logs (default RESULTS/_submitit)")
-    g.add_argument("--submitit-cluster", default="slurm",
-                   help="slurm | local (same path on this machine, for testing) | debug")
-
-
 def check_options(opts) -> None:
+    """Every executor option, one BenchError line each (`opts`: ExecutorOptions
+    or any object with its fields, such as RunOptions)."""
+    opts = ExecutorOptions.of(opts)
     EXECUTORS.get(opts.executor)
     for name in ("jobs", "jobs_per_gpu", "time", "array_parallelism", "cpus_per_job"):
-        value = getattr(opts, name, None)
+        value = getattr(opts, name)
         if value is not None and value < 1:
             raise BenchError(f"--{name.replace('_', '-')} {value}: must be at least 1")
     _check_fuse(opts)
@@ -69,13 +45,8 @@ def check_options(opts) -> None:
         resources(opts)  # GPUs and CPUs against the partition, before anything is written
 
 
-def fuse_mode(opts) -> str | None:
-    """--fuse MODE (--fuse-seeds stores 'seeds' in the same field)."""
-    return getattr(opts, "fuse", None)
-
-
-def _check_fuse(opts) -> None:
-    mode, cap = fuse_mode(opts), getattr(opts, "fuse_max", None)
+def _check_fuse(opts: ExecutorOptions) -> None:
+    mode, cap = opts.fuse, opts.fuse_max
     if mode is not None:
         FUSE_MODES.get(mode)  # one line listing the allowed values
         if opts.executor != "local":
@@ -114,7 +85,7 @@ def local_slots(gpus: list[str], jobs: int | None, jobs_per_gpu: int) -> list[st
 
 
 @EXECUTORS.register("local", "joblib pool on this machine, one process per run, pinned per GPU")
-def run_local(specs, opts, on_outcome) -> None:
+def run_local(specs, opts: ExecutorOptions, on_outcome) -> None:
     from joblib import Parallel, delayed
 
     slots = local_slots(visible_gpus(opts.device), opts.jobs, opts.jobs_per_gpu)
@@ -123,8 +94,8 @@ def run_local(specs, opts, on_outcome) -> None:
         free.put(slot)
     threads = max(1, (os.cpu_count() or 1) // len(slots))  # cores shared out between slots
 
-    fuse = fuse_mode(opts)
-    units = fuse_groups(specs, fuse, getattr(opts, "fuse_max", None)) if fuse else \
+    fuse = opts.fuse
+    units = fuse_groups(specs, fuse, opts.fuse_max) if fuse else \
         [[s] for s in specs]
 
     def one(unit):
@@ -178,14 +149,20 @@ _LIVE: set = set()  # processes running a seed (or fused group) now
 _LIVE_LOCK = threading.RLock()
 
 
-def stop_children(wait: float = 10.0) -> None:
+def stop_children(grace: float = 5.0) -> None:
+    """SIGTERM every running child (it unwinds and runs its exit handlers:
+    worker.child_main), then SIGKILL any still alive after `grace` seconds
+    (stuck in native code), so Ctrl-C never waits for a run to finish."""
     with _LIVE_LOCK:
         _STOP.set()
         live = list(_LIVE)
     for proc in live:
         proc.terminate()
     for proc in live:
-        proc.join(wait)
+        proc.join(grace)
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join()
 
 
 _CONTEXT = None
@@ -264,7 +241,7 @@ def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
         return []
     if outcomes is None:
         reason = _exit_reason(proc.exitcode)
-        outcomes = [{"label": s.label, "record": str(s.record), "status": "done", "pid": proc.pid}
+        outcomes = [Outcome.of(s, "done", pid=proc.pid).to_dict()
                     if store.is_complete(s.record) else died(s, reason, pid=proc.pid)
                     for s in specs]
     return [{**o, "slot": slot} for o in outcomes]
@@ -279,6 +256,8 @@ def _with_device(spec, device):
 def _exit_reason(rc: int) -> str:
     if _STOP.is_set():
         return "interrupted (Ctrl-C); rerun to train it"
+    if rc - 128 in (signal.SIGINT, signal.SIGTERM):  # worker.child_main's exit on them
+        return f"process stopped by {signal.Signals(rc - 128).name}"
     if rc < 0:
         name = signal.Signals(-rc).name
         why = " (out-of-memory killer or a user)" if name == "SIGKILL" else ""
@@ -301,14 +280,13 @@ def died(spec, reason: str, pid=None, job=None) -> dict:
             raise
         reason = disk_full_message(err)
     runstate.drop_lock_of(spec.record, pid=pid, job=job)  # stale now; a rerun needs no wait
-    return {"label": spec.label, "record": str(spec.record), "status": "failed",
-            "reason": reason, "last_step": last, "pid": pid,
-            "log": str(runstate.log_path(spec.record))}
+    return Outcome.of(spec, "failed", reason=reason, last_step=last, pid=pid,
+                      log=str(runstate.log_path(spec.record))).to_dict()
 
 
 # ------------------------------------------------------------------ slurm --
 @EXECUTORS.register("slurm", "SLURM job arrays through submitit (--submitit-cluster local to test)")
-def run_slurm(specs, opts, on_outcome) -> None:
+def run_slurm(specs, opts: ExecutorOptions, on_outcome) -> None:
     """One job array for the runs (bench.sweep.slurm fits it to the partition);
     each task's outcome as it ends, a task lost without a result as failed."""
     try:
@@ -321,8 +299,7 @@ def run_slurm(specs, opts, on_outcome) -> None:
     for spec in specs:  # runs held by live jobs (an earlier, interrupted sweep) stay theirs
         holder = runstate.live_holder(spec.record)
         if holder:
-            on_outcome({"label": spec.label, "record": str(spec.record), "status": "busy",
-                        "reason": f"being trained by {holder}"})
+            on_outcome(Outcome.of(spec, "busy", reason=f"being trained by {holder}").to_dict())
         else:
             todo.append(spec)
     if not todo:

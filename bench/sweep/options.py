@@ -35,7 +35,7 @@ class RunOptions:
     json: bool = False
     tensorboard: bool = False  # output only: never part of a config hash
     plugin: tuple = ()  # --plugin MODULE
-    # executors (bench.sweep.executors.add_options)
+    # executors (bench.sweep.executor_options.ExecutorOptions.of picks these)
     executor: str = "local"
     jobs: int | None = None
     jobs_per_gpu: int = 1

@@ -8,6 +8,7 @@ from tqdm import tqdm
 
 from bench.core import store
 from bench.core.outcomes import FINAL, Outcome
+from bench.sweep.executor_options import ExecutorOptions
 from bench.sweep.executors import EXECUTORS
 
 
@@ -41,7 +42,7 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
                       f"(last step {outcome.get('last_step')}; log {outcome.get('log')})")
 
     try:
-        EXECUTORS.get(opts.executor)(todo, opts, on_outcome)
+        EXECUTORS.get(opts.executor)(todo, ExecutorOptions.of(opts), on_outcome)
     finally:
         bar.close()
     return outcomes

@@ -284,15 +284,45 @@ def _die_with_sweep(pid: int, start: str | None, every: float = 0.5) -> None:
     threading.Thread(target=watch, name="watch-sweep", daemon=True).start()
 
 
+def _stop_on_signal() -> None:
+    """SIGINT (the terminal's Ctrl-C reaches every process of its group) or
+    SIGTERM (bench.sweep.executors.stop_children) unwinds the run like an
+    exception, so its exit handlers still run (lock released, multiprocessing
+    finalizers); the process exits 128 + the signal. Further signals are
+    ignored while it unwinds: the sweep's SIGTERM right after the terminal's
+    SIGINT once cut a run short before its finalizers ran (the sweep
+    SIGKILLs a run that has not ended after a grace period)."""
+    import signal
+
+    def handler(signum, frame):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            # a no-op, not SIG_IGN: a signal already pending when this ran
+            # would then raise "OSError: Signal 15 ignored due to race
+            # condition" in the middle of the unwinding (seen in runs' logs)
+            signal.signal(sig, lambda *_: None)
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+
+
 def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: int,
                sweep: tuple[int, str | None]) -> None:
     """Entry point of a local run's own process (forked from a server that has
     torch imported but never initialised CUDA, so pinning here still works)."""
     import json
+    import threading
 
     import torch
+    from tqdm import tqdm
 
+    _stop_on_signal()
     _die_with_sweep(*sweep)
+    # tqdm's default lock is a multiprocessing RLock: a named semaphore that a
+    # forkserver child registers with the sweep's resource tracker, which warned
+    # "leaked semaphore objects" whenever a run was killed before its exit
+    # handlers ran. This process draws no bars for other processes.
+    tqdm.set_lock(threading.RLock())
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)  # library output (warnings, tracebacks) goes to the run's log
     os.dup2(fd, 2)

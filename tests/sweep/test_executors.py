@@ -37,6 +37,27 @@ def test_bad_executor_options_are_one_line_errors(tmp_path):
         check_options(run_args(tmp_path, "--jobs-per-gpu", "0"))
 
 
+def test_executor_options_one_set_of_defaults_from_cli_api_and_dataclass(tmp_path):
+    """The flags (bench.cli), RunOptions (bench.api) and ExecutorOptions agree,
+    and each flag lands in its typed field."""
+    from bench.cli.main import build_parser
+    from bench.sweep.executor_options import ExecutorOptions
+    from bench.sweep.options import RunOptions
+
+    plain = build_parser().parse_args(["run"])
+    assert ExecutorOptions.of(plain) == ExecutorOptions() == ExecutorOptions.of(RunOptions())
+    args = build_parser().parse_args(
+        ["run", "--jobs", "3", "--jobs-per-gpu", "2", "--fuse-seeds", "--fuse-max", "4",
+         "--executor", "slurm", "--partition", "gpu", "--time", "7", "--gpus-per-job", "0",
+         "--cpus-per-job", "2", "--array-parallelism", "5", "--slurm-folder", "f",
+         "--submitit-cluster", "local", "--device", "cpu"])
+    assert ExecutorOptions.of(args) == ExecutorOptions(
+        executor="slurm", device="cpu", jobs=3, jobs_per_gpu=2, fuse="seeds", fuse_max=4,
+        partition="gpu", time=7, gpus_per_job=0, cpus_per_job=2, array_parallelism=5,
+        slurm_folder="f", submitit_cluster="local")
+    assert ExecutorOptions.of(RunOptions.from_namespace(args)) == ExecutorOptions.of(args)
+
+
 def test_fake_gpus_one_run_per_slot_pinned(tmp_path, monkeypatch):
     """CUDA_VISIBLE_DEVICES=0,1 on a CPU machine: each run's process must see
     exactly one of the two ids, and a GPU never runs two runs at once."""

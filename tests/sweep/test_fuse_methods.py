@@ -143,6 +143,7 @@ def test_released_sizes_split_methods_groups(tmp_path):
 
 def test_local_executor_starts_one_process_per_capped_group(tmp_path, monkeypatch):
     from bench.sweep import executors
+    from bench.sweep.executor_options import ExecutorOptions
 
     args = build_parser().parse_args(["run", "--dataset", "digits", "--results", str(tmp_path),
                                       *TINY, "--backbone", "smallcnn", "--method",
@@ -151,7 +152,7 @@ def test_local_executor_starts_one_process_per_capped_group(tmp_path, monkeypatc
     started = []
     monkeypatch.setattr(executors, "_spawn_group", lambda unit, slot, threads: started.append(
         [(s.method, s.seed) for s in unit]) or [])
-    executors.run_local(specs_for(args), args, lambda outcome: None)
+    executors.run_local(specs_for(args), ExecutorOptions.of(args), lambda outcome: None)
     assert sorted(started) == [[("ls", 1), ("mixup", 0), ("mixup", 1)],
                                [("sl1h", 0), ("sl1h", 1), ("ls", 0)]]
 
