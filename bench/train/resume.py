@@ -19,6 +19,7 @@ members) is ignored: the run starts from its first step.
 """
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import random
@@ -69,8 +70,14 @@ class CycleState:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}")
         try:
+            # Serialised in memory first: torch's zip writer turns a short write
+            # on a full disk into "RuntimeError: unexpected pos"; a plain
+            # file write raises OSError(ENOSPC), which the sweep reports as
+            # "disk full" in one line.
+            buf = io.BytesIO()
+            torch.save({**state, "key": self.key}, buf)
             with open(tmp, "wb") as f:
-                torch.save({**state, "key": self.key}, f)
+                f.write(buf.getbuffer())
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
