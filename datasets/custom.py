@@ -1,7 +1,11 @@
 """Bring your own data, no code: a `csv` adapter and a `folder` adapter.
 
 csv:    bench run --dataset csv --data-root IMAGES --data-opt train=train.csv
-            --data-opt test=test.csv [--data-opt val=val.csv]
+            [--data-opt test=test.csv] [--data-opt val=val.csv]
+        Without test= the training list is split as folder data is (train
+        alone: test N//5, val N//5 of the rest; with val=: test N//5 of train),
+        stratified, seed 0, recorded in config.json (split, split_fraction,
+        split_seed and the digest `files`).
         Each CSV has a header with an image path column (default `image`,
         relative to --data-root, default the CSV's folder) and a label column
         (default `label`): class names, or integers 0..K-1 with every class
@@ -11,7 +15,8 @@ csv:    bench run --dataset csv --data-root IMAGES --data-opt train=train.csv
 folder: bench run --dataset folder --data-root DIR
         DIR/<class>/*.jpg (split by the paper's Kvasir procedure: test N//5, val N//5
         of the rest), or DIR/{train,val,test}/<class>/*.jpg (val optional:
-        then stratified N//5 of train).
+        then stratified N//5 of train; test optional when val/ is there:
+        then stratified N//5 of train, as csv).
 Either takes `--data-opt name=TEXT`, the dataset's title in reports (recorded
 in config.json as `dataset_name`; not hashed, so renaming reuses the runs).
 Missing validation sets are always carved out of train deterministically
@@ -27,12 +32,13 @@ import numpy as np
 from bench.core.errors import BenchError
 
 from .base import DATASETS, SPLITS
-from .filelist import (FileIndex, carve_val, check_options, file_index, label_ids, list_images,
-                       paper_split, read_csv_rows, require_dir, to_bundle)
+from .filelist import (SPLIT_SEED, FileIndex, carve_val, check_options, file_index, label_ids,
+                       list_images, read_csv_rows, require_dir, split_pool, stratified_holdout,
+                       to_bundle)
 
 CSV_OPTIONS = {
     "train": "training CSV (required)", "val": "validation CSV (default: N//5 of train)",
-    "test": "test CSV (required)", "path_col": "image column (default image)",
+    "test": "test CSV (default: split from train as folder data is: test N//5, val N//5)", "path_col": "image column (default image)",
     "label_col": "label column (default label)", "cache": "cache folder",
     "classes": "the classes: a count N (labels 0..N-1) or names a,b,c (default: from the labels)",
     "name": "display name in reports (default: csv); recorded, not part of the config hash",
@@ -104,6 +110,7 @@ def check_rows(rows: dict, files: dict) -> None:
 
 
 def _index(name, root, classes, splits, how, declared=None) -> FileIndex:
+    """`how`: the split rule (text), or a dict of what the record keeps about it."""
     # Declared classes go into the run hash: an extra empty class changes the model
     # (inferred classes follow from the labels, already hashed).
     if len(classes) < 2:  # one class: ACC 1, ECE 0 and an undefined AUC, not a result
@@ -113,17 +120,18 @@ def _index(name, root, classes, splits, how, declared=None) -> FileIndex:
     return FileIndex(name=name, root=Path(root), classes=classes,
                      paths={s: splits[s][0] for s in SPLITS},
                      labels={s: splits[s][1] for s in SPLITS},
-                     identity={"split": how, **({"classes": classes} if declared else {})},
+                     identity={**(how if isinstance(how, dict) else {"split": how}),
+                               **({"classes": classes} if declared else {})},
                      default_backbone="resnet50")
 
 
 @file_index("csv")
 def csv_index(data_root=None, **options) -> FileIndex:
     check_options("csv", options, CSV_OPTIONS)
-    missing = [k for k in ("train", "test") if not options.get(k)]
-    if missing:
-        raise BenchError(f"csv dataset: missing --data-opt {missing[0]}=FILE.csv (needs train= "
-                         "and test=, val= optional); see docs/datasets.md")
+    if not options.get("train"):
+        raise BenchError("csv dataset: missing --data-opt train=FILE.csv (test= and val= "
+                         "optional: without test= train is split as folder data is); "
+                         "see docs/datasets.md")
     root = Path(data_root) if data_root else Path(options["train"]).parent
     cols = (options.get("path_col", "image"), options.get("label_col", "label"))
     rows = {s: read_csv_rows(options[s], cols) for s in SPLITS if options.get(s)}
@@ -133,8 +141,29 @@ def csv_index(data_root=None, **options) -> FileIndex:
     splits = {s: ([str(root / p) for p, _ in r], label_ids([lab for _, lab in r], classes,
                                                          options[s], HINT))
               for s, r in rows.items()}
+    if "test" not in rows:
+        splits, how = _split_train(splits, options["train"], "user csv")
+        return _index("csv", root, classes, splits, how, options.get("classes"))
     how = "user csv" + ("" if "val" in rows else "; val = stratified N//5 of train")
     return _index("csv", root, classes, carve_val(splits), how, options.get("classes"))
+
+
+def _split_train(splits: dict, where: str, given: str) -> tuple[dict, dict]:
+    """No test list: the training list alone is split as a folder of class
+    folders is (`split_pool`); with a validation list, test is a stratified
+    N//5 of train. Either way seeded and recorded (rule, fraction, seed; the
+    file digest follows in to_bundle)."""
+    paths, labels = splits["train"]
+    if "val" not in splits:
+        return split_pool(paths, labels, where)
+    if len(labels) // 5 == 0:
+        raise BenchError(f"{where}: {len(labels)} image(s) are too few to hold out a test "
+                         "set (N//5); give at least 5 or a test list (--data-opt test=)")
+    keep, out = map(np.sort, stratified_holdout(labels, len(labels) // 5))
+    splits = {"train": ([paths[i] for i in keep], labels[keep]), "val": splits["val"],
+              "test": ([paths[i] for i in out], labels[out])}
+    return splits, {"split": f"{given}; test = stratified N//5 of train",
+                    "split_fraction": 0.2, "split_seed": SPLIT_SEED}
 
 
 @file_index("folder")
@@ -144,20 +173,24 @@ def folder_index(data_root=None, **options) -> FileIndex:
     if data_root is None:
         raise BenchError(f"folder dataset needs a data root: {hint}")
     root = require_dir(data_root, "folder", hint)
-    if (root / "train").is_dir() and (root / "test").is_dir():
+    # train/ with test/ or val/ is a split layout, never two classes 'train' and 'val'
+    if (root / "train").is_dir() and ((root / "test").is_dir() or (root / "val").is_dir()):
         present = [s for s in SPLITS if (root / s).is_dir()]
         classes = _folder_classes([root / s for s in present], options.get("classes"))
         splits = {s: _scan(root / s, classes) for s in present}
+        if "test" not in splits:  # as a csv dataset without a test list
+            splits, how = _split_train(splits, f"folder {root / 'train'}", "train/val folders")
+            return _index("folder", root, classes, splits, how, options.get("classes"))
         return _index("folder", root, classes, carve_val(splits), "train/val/test folders",
                       options.get("classes"))
     classes = _folder_classes([root], options.get("classes"))
     if not classes:
         raise BenchError(f"folder: {root} has no class sub-folders")
     paths, labels = _scan(root, classes)
-    idx = paper_split(labels)
-    splits = {s: ([paths[i] for i in v], labels[v]) for s, v in idx.items()}
-    return _index("folder", root, classes, splits, "paper: test N//5, val N//5 of rest",
-                  options.get("classes"))
+    splits, how = split_pool(paths, labels, f"folder {root}")
+    # Folder records keep the identity they always had (so their hash): the
+    # rule text only; the seed and fraction are the same fixed ones.
+    return _index("folder", root, classes, splits, how["split"], options.get("classes"))
 
 
 def _folder_classes(folders: list[Path], declared: str | None) -> list[str]:

@@ -97,6 +97,22 @@ def carve_val(splits: dict) -> dict:
     return splits
 
 
+POOL_SPLIT = "paper: test N//5, val N//5 of rest"  # how one pool of images is split
+
+
+def split_pool(paths: list[str], labels: np.ndarray, where: str) -> tuple[dict, dict]:
+    """One pool of images (a folder of class folders, or a lone training CSV)
+    -> train/val/test by `paper_split`, and what the record keeps about it:
+    the rule (each holdout is N//5, a fraction 0.2 rounded down) and its seed;
+    `to_bundle` adds the digest of the resulting file lists (`files`)."""
+    if len(labels) // 5 == 0:  # an empty test set has no metrics
+        raise BenchError(f"{where}: {len(labels)} image(s) are too few to split into "
+                         "train/val/test (test and val are N//5 each); give at least 5")
+    idx = paper_split(labels)
+    splits = {s: ([paths[i] for i in v], labels[v]) for s, v in idx.items()}
+    return splits, {"split": POOL_SPLIT, "split_fraction": 0.2, "split_seed": SPLIT_SEED}
+
+
 def paper_split(labels: np.ndarray) -> dict[str, np.ndarray]:
     """The paper's Kvasir procedure: test = stratified N//5 of all, then
     val = a stratified N//5 (N = all images) taken from the rest, train = what

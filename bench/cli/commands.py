@@ -36,8 +36,10 @@ def add_parser(sub) -> None:
     p.add_argument("--profile", default="paper",
                    help="paper (the released code's protocol) | paper-text | quick | demo "
                         "(`bench list` shows each)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a training or method hyper-parameter (repeatable); "
+    p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[],
+                   metavar="KEY=VALUE",
+                   help="override a training or method hyper-parameter (repeatable, or "
+                        "several after one --set: --set cycles=1 epochs_per_cycle=1); "
                         "`bench list --keys` lists every key, its default and range")
     p.add_argument("--results", default="results", help="run-record root")
     p.add_argument("--data-root", default=None, help="where dataset files live")

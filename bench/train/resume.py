@@ -19,6 +19,7 @@ members) is ignored: the run starts from its first step.
 """
 from __future__ import annotations
 
+import io
 import pickle
 import random
 from pathlib import Path
@@ -66,8 +67,16 @@ class CycleState:
 
     def save(self, state: dict) -> None:
         """Write atomically: a temporary file, fsync, rename over the old state."""
-        write_atomic(self.path, lambda f: torch.save({**state, "key": self.key}, f),
-                     binary=True, durable=True)
+        write_atomic(self.path, lambda f: f.write(self._serialised(state)), binary=True,
+                     durable=True)
+
+    def _serialised(self, state: dict) -> memoryview:
+        # In memory first: torch's zip writer turns a short write on a full
+        # disk into "RuntimeError: unexpected pos"; a plain file write raises
+        # OSError(ENOSPC), which the sweep reports as "disk full" in one line.
+        buf = io.BytesIO()
+        torch.save({**state, "key": self.key}, buf)
+        return buf.getbuffer()
 
     def clear(self) -> None:
         """The record is complete: the state is no longer needed."""
