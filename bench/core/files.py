@@ -35,8 +35,11 @@ def write_atomic(path, write: Callable[[IO], None], binary: bool = False,
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename is None and err.errno:
+            # a failed write() names no file; the one-line error should
+            raise OSError(err.errno, err.strerror, str(path)) from err
         raise
     return path
 
@@ -47,6 +50,13 @@ def write_json(path, obj: Any, *, indent: int | None = 2, sort_keys: bool = True
     (write_atomic). indent=None writes one compact line."""
     return write_atomic(path, lambda f: json.dump(obj, f, indent=indent, sort_keys=sort_keys,
                                                   default=default), durable=durable)
+
+
+def write_text(path, text: str) -> Path:
+    """`text` as UTF-8, byte for byte (no newline translation), atomically: a
+    report's CSV or table on a full disk is the old file or none, never an
+    empty or half one."""
+    return write_atomic(path, lambda f: f.write(text.encode("utf-8")), binary=True)
 
 
 def read_json(path, default: Any = _RAISE) -> Any:

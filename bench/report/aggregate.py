@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.core import outcomes, store
+from bench.core import files, outcomes, store
 from bench.core.outcomes import Failure
 from bench.report import frame
 # --config: which config is a row (re-exported: the report's callers use aggregate)
@@ -240,11 +240,14 @@ LINE_END = "\r\n"
 FAILURE_COLUMNS = list(outcomes.FAILURE_COLUMNS)
 
 
+def write_frame(path: Path, frame: pd.DataFrame) -> Path:
+    """A frame -> CSV, written whole or not at all (bench.core.files)."""
+    return files.write_text(path, frame.to_csv(index=False, lineterminator=LINE_END))
+
+
 def write_csv(path: Path, header: list[str], rows) -> Path:
     """Rows (lists aligned with `header`) -> CSV, written by pandas."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(list(rows), columns=header).to_csv(path, index=False, lineterminator=LINE_END)
-    return path
+    return write_frame(path, pd.DataFrame(list(rows), columns=header))
 
 
 def write_failures_csv(failures: list[dict], path: Path) -> Path:
@@ -264,9 +267,7 @@ def runs_frame(runs: list[Run]) -> pd.DataFrame:
 
 
 def write_runs_csv(runs: list[Run], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    runs_frame(runs).to_csv(path, index=False, lineterminator=LINE_END)
-    return path
+    return write_frame(path, runs_frame(runs))
 
 
 def values_frame(cells: dict) -> pd.DataFrame:
@@ -317,9 +318,7 @@ def cells_frame(cells: dict, expected: dict) -> pd.DataFrame:
 
 
 def write_cells_csv(cells: dict, expected: dict, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cells_frame(cells, expected).to_csv(path, index=False, lineterminator=LINE_END)
-    return path
+    return write_frame(path, cells_frame(cells, expected))
 
 
 def expected_seeds(runs: list[Run], n_seeds: int | None = None) -> dict[str, tuple]:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bench.core.calibration_measures import BIN_COUNTS
-from bench.report.plots import figure_grid, subplots
+from bench.report.plots import figure_grid, finish_grid, subplots
 
 SPARSE = 0.02  # the curve is drawn where the density is at least 2% of its peak
 
@@ -61,10 +61,7 @@ def smooth_reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], 
         if c == 0:
             ax.set_ylabel("accuracy")
             ax_d.set_ylabel("density")
-    handles, names = fig.axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=10, y=1 - 0.12 / height)
-    return fig
+    return finish_grid(fig, title, height)
 
 
 def bin_sensitivity(groups: list) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.core.files import write_text
 from bench.report.compare import Z_FLAG, show
 from bench.report.published import METRICS
 from bench.report.tables import backbone_name, dataset_name
@@ -143,19 +144,21 @@ def write(comparison: dict, out: Path, figures: bool = True) -> tuple[list[Path]
     a comparison {"rows", "claims", "notes"} (bench.report.compare's compare
     and claims); returns the files and a one-line summary."""
     import csv
+    import io
 
     rows, notes, claim_rows = comparison["rows"], comparison["notes"], comparison["claims"]
     d = out / "compare"
     d.mkdir(parents=True, exist_ok=True)
-    (d / "paper.md").write_text(markdown(rows, claim_rows, notes))
-    (d / "paper.tex").write_text(latex(rows))
-    (d / "paper_doc.tex").write_text(DOCUMENT)
+    write_text(d / "paper.md", markdown(rows, claim_rows, notes))
+    write_text(d / "paper.tex", latex(rows))
+    write_text(d / "paper_doc.tex", DOCUMENT)
     for name, cols, data in (("paper.csv", ROW_COLUMNS, rows),
                              ("claims.csv", CLAIM_COLUMNS, claim_rows)):
-        with open(d / name, "w", newline="") as f:
-            w = csv.DictWriter(f, cols, extrasaction="ignore")
-            w.writeheader()
-            w.writerows({k: "" if v is None else v for k, v in r.items()} for r in data)
+        buf = io.StringIO(newline="")
+        w = csv.DictWriter(buf, cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows({k: "" if v is None else v for k, v in r.items()} for r in data)
+        write_text(d / name, buf.getvalue())
     written = [d / "paper.md", d / "paper.tex", d / "paper_doc.tex", d / "paper.csv",
                d / "claims.csv"]
     if figures and rows:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.core.files import write_text
 from bench.report import aggregate, curves, latex, textables
 from bench.report import figures as figs
 from bench.report.options import ReportOptions
@@ -121,7 +122,7 @@ class Report:
             written += files
             notes.append(line)
         md = out / "report.md"
-        md.write_text(report_markdown(self.tables, self.failures, notes, figures, out))
+        write_text(md, report_markdown(self.tables, self.failures, notes, figures, out))
         written += figures + [md]
         self.paths = tuple(written)
         self.text = summary_text(self.tables, self.failures, notes, written, self.run_list,
@@ -149,12 +150,12 @@ def write_tables(tables, out: Path) -> list[Path]:
     for t in tables:
         name = f"{t.dataset}_{t.kind}"
         missing = missing_notes(t)
-        (tdir / f"{name}.tex").write_text(latex.fragment(t, missing))
-        (tdir / f"{name}_doc.tex").write_text(latex.document([name]))
-        (tdir / f"{name}.md").write_text(textables.render(t, markdown=True, missing=missing) + "\n")
+        write_text(tdir / f"{name}.tex", latex.fragment(t, missing))
+        write_text(tdir / f"{name}_doc.tex", latex.document([name]))
+        write_text(tdir / f"{name}.md", textables.render(t, markdown=True, missing=missing) + "\n")
         written += [tdir / f"{name}.tex", tdir / f"{name}_doc.tex", tdir / f"{name}.md"]
     names = [f"{t.dataset}_{t.kind}" for t in tables]
-    (tdir / "all_tables.tex").write_text(latex.document(names))
+    write_text(tdir / "all_tables.tex", latex.document(names))
     return written + [tdir / "all_tables.tex"]
 
 

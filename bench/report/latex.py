@@ -10,8 +10,8 @@ ACC is a ditto mark. Only booktabs, rotating (sideways tables) and amssymb.
 from __future__ import annotations
 
 from bench.core.paper import Variant
-from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, ci_note, columns,
-                                 copied_note, cost_texts, dataset_name, method_name,
+from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, block_texts,
+                                 ci_note, columns, copied_note, dataset_name, method_name,
                                  rank_note)
 
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
@@ -76,19 +76,10 @@ def row_cells(table: Table, row) -> list[str]:
     out = [f"\\textbf{{{tex_escape(Variant.TS.label if row.ts else row.label)}}}"
            + ("$^\\dagger$" if row.copied and not row.ts else "")]
     for b in table.backbones:
-        cell = table.cells.get((row.key, b))
-        if cell is None:
-            out += ["--"] * width
-            continue
-        for m in columns(table.metrics, table.gap):
-            if m == "acc" and cell.ditto_acc:
-                out.append(DITTO)
-            elif m == "gap":
-                out.append(f"${cell.mean['gap'] * 100:+.2f}$" if "gap" in cell.mean else "--")
-            else:
-                out.append(metric_cell(cell, m, table.kind == "std", table.ci))
-        out.append(rank_cell(cell))
-        out += cost_texts(cell.cost) if table.cost else []
+        out += block_texts(table, table.cells.get((row.key, b)), width, DITTO,
+                           lambda g: f"${g * 100:+.2f}$",
+                           lambda c, m: metric_cell(c, m, table.kind == "std", table.ci),
+                           rank_cell)
     return out
 
 

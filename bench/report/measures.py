@@ -184,6 +184,4 @@ def cells_frame(cells: dict, expected: dict) -> pd.DataFrame:
 
 
 def write(frame: pd.DataFrame, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(path, index=False, lineterminator=aggregate.LINE_END)
-    return path
+    return aggregate.write_frame(path, frame)

@@ -17,6 +17,7 @@ import numpy as np
 # open figures alone, and needs no display.
 from matplotlib.figure import Figure
 
+from bench.core.files import write_atomic
 from bench.core.metrics import calibration_gap, ece, ece_bins
 
 N_BINS = 15
@@ -84,6 +85,15 @@ def figure_grid(n: int):
     return fig, height, [(*divmod(i, cols), outer[divmod(i, cols)]) for i in range(n)]
 
 
+def finish_grid(fig, title: str, height: float):
+    """A figure_grid figure's shared legend (the first panel's entries, below
+    the panels) and its title; returns the figure."""
+    handles, names = fig.axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=10, y=1 - 0.12 / height)
+    return fig
+
+
 def reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], title: str):
     """panels: (label, probs [N, K], labels [N]) -> matplotlib Figure."""
     datas = [reliability_data(probs, labels) for _, probs, labels in panels]
@@ -97,18 +107,16 @@ def reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], title: 
         if c == 0:
             ax.set_ylabel("accuracy")
             ax_hist.set_ylabel("% samples")
-    handles, names = fig.axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=10, y=1 - 0.12 / height)
-    return fig
+    return finish_grid(fig, title, height)
 
 
 def save(fig, stem: Path) -> list[Path]:
     """stem.png (150 dpi) and stem.pdf."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=150, bbox_inches="tight")
+    for p in paths:  # whole or not at all, as every report file (bench.core.files)
+        write_atomic(p, lambda f, fmt=p.suffix[1:]: fig.savefig(f, format=fmt, dpi=150,
+                                                               bbox_inches="tight"), binary=True)
     return paths
 
 

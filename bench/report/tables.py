@@ -57,6 +57,24 @@ def rank_metrics(metrics: tuple = ()) -> tuple:
     return tuple((m, METRIC_HEADS[m][1]) for m in columns(metrics) if m != "gap")
 
 
+def block_texts(table, cell, width: int, ditto: str, gap, value, rank) -> list[str]:
+    """One backbone block of a table row as text, for either renderer (LaTeX,
+    Markdown/plain): '--' x width where the cell is missing, else its value
+    columns, Rank and any costs. `gap(x)`, `value(cell, metric)` and
+    `rank(cell)` format in the renderer's own syntax."""
+    if cell is None:
+        return ["--"] * width
+    out = []
+    for m in columns(table.metrics, table.gap):
+        if m == "acc" and cell.ditto_acc:  # the TS table's un-scaled row repeats ACC
+            out.append(ditto)
+        elif m == "gap":
+            out.append(gap(cell.mean["gap"]) if "gap" in cell.mean else "--")
+        else:
+            out.append(value(cell, m))
+    return out + [rank(cell)] + (cost_texts(cell.cost) if table.cost else [])
+
+
 def cost_texts(cost: dict) -> list[str]:
     """The cost columns of a cell, in COST_HEADS order ('--' where a record
     lacks the number, e.g. records written before it was stored)."""

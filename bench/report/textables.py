@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, ci_note,
-                                 columns, copied_note, cost_texts, method_name, rank_note)
+from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, block_texts, ci_note,
+                                 columns, copied_note, method_name, rank_note)
 
 DITTO = '"'
 # Per backbone block; the first head is prefixed with the backbone's name.
@@ -62,19 +62,10 @@ def rows(table: Table, markdown: bool) -> list[list[str]]:
     for row in table.rows:
         line = [row.label + ("†" if row.copied else "")]
         for b in table.backbones:
-            cell = table.cells.get((row.key, b))
-            if cell is None:
-                line += ["--"] * width
-                continue
-            for m in columns(table.metrics, table.gap):
-                if m == "acc" and cell.ditto_acc:
-                    line.append(DITTO)
-                elif m == "gap":
-                    line.append(f"{cell.mean['gap'] * 100:+.2f}" if "gap" in cell.mean else "--")
-                else:
-                    line.append(_value(cell, m, std, table.ci))
-            line.append(_rank(cell, markdown))
-            line += cost_texts(cell.cost) if table.cost else []
+            line += block_texts(table, table.cells.get((row.key, b)), width, DITTO,
+                                lambda g: f"{g * 100:+.2f}",
+                                lambda c, m: _value(c, m, std, table.ci),
+                                lambda c: _rank(c, markdown))
         out.append(line)
     return out
 

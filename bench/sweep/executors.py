@@ -17,6 +17,7 @@ import signal
 import threading
 import uuid
 
+from bench.core import store
 from bench.sweep import runstate
 from bench.core.errors import BenchError
 from bench.core.outcomes import Outcome
@@ -223,7 +224,7 @@ def _spawn(spec, slot: str | None, threads: int) -> list[dict]:
     if proc is None:
         return []
     if outcome is None:
-        outcome = died(spec, _exit_reason(proc.exitcode), pid=proc.pid)
+        outcome = ended_unreported(spec, _exit_reason(proc.exitcode), proc.pid)
     return [{**outcome, "slot": slot}]
 
 
@@ -232,8 +233,6 @@ def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
     If it dies without reporting, each run it left unfinished is failed."""
     import json
 
-    from bench.core import store
-
     specs = _pin(specs, slot)
     outcomes, proc = _launch(json.dumps([s.to_json() for s in specs]), specs[0],
                              f"bench {specs[0].label} fused x{len(specs)}", slot, threads)
@@ -241,9 +240,7 @@ def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
         return []
     if outcomes is None:
         reason = _exit_reason(proc.exitcode)
-        outcomes = [Outcome.of(s, "done", pid=proc.pid).to_dict()
-                    if store.is_complete(s.record) else died(s, reason, pid=proc.pid)
-                    for s in specs]
+        outcomes = [ended_unreported(s, reason, proc.pid) for s in specs]
     return [{**o, "slot": slot} for o in outcomes]
 
 
@@ -263,6 +260,16 @@ def _exit_reason(rc: int) -> str:
         why = " (out-of-memory killer or a user)" if name == "SIGKILL" else ""
         return f"process killed by {name}{why}"
     return f"process exited with code {rc} before reporting (see the run's log)"
+
+
+def ended_unreported(spec, reason: str, pid: int) -> dict:
+    """The outcome of a run whose process ended without reporting: done if
+    its record is complete (stopped between saving it and reporting, e.g.
+    Ctrl-C), else died."""
+    if store.is_complete(spec.record):
+        runstate.drop_lock_of(spec.record, pid=pid)
+        return Outcome.of(spec, "done", pid=pid).to_dict()
+    return died(spec, reason, pid=pid)
 
 
 def died(spec, reason: str, pid=None, job=None) -> dict:

@@ -10,6 +10,7 @@ import pytest
 
 from bench.cli.main import main
 from bench.core import store
+from diskutil import full_disk_open
 
 TINY = ["--profile", "quick", "--set", "cycles=1", "--set", "image_size=16",
         "--set", "epochs_per_cycle=1", "--no-progress"]
@@ -272,23 +273,27 @@ def test_died_run_on_a_full_disk_is_one_summary_line(tmp_path, monkeypatch):
     assert not [p for p in tmp_path.rglob(".*")]
 
 
+@pytest.mark.parametrize("room", [0, 40])
 def test_report_on_a_full_disk_is_one_line_exit_2(trained, tmp_path, capsys,
-                                                               monkeypatch):
-    import errno
-
-    import pandas as pd
+                                                  monkeypatch, room):
+    """The disk fills while `bench report` writes its first CSV: one line, exit
+    2, and the earlier report's files are still whole (never 0 bytes)."""
+    import builtins
 
     root, _ = _copy(trained, tmp_path)
-
-    def full(self, path=None, *a, **k):
-        raise OSError(errno.ENOSPC, "No space left on device", str(path))
-    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    out = tmp_path / "rep"
+    argv = ["report", "--results", str(root), "--out", str(out), "--no-plots", "--no-progress"]
+    assert main(argv) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    monkeypatch.setattr(builtins, "open", full_disk_open(room))  # every file the report writes
     capsys.readouterr()
-    assert main(["report", "--results", str(root), "--out", str(tmp_path / "rep"),
-                 "--no-plots", "--no-progress"]) == 2
+    assert main(argv) == 2
+    monkeypatch.undo()
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("bench: error: disk full writing ")
     assert ".csv" in err and "free space and rerun" in err
+    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before  # no file emptied or cut short, no temporary left
 
 
 def test_checksummed_record_without_digest_stays_intact(tmp_path):
