@@ -40,6 +40,7 @@ def test_bad_executor_options_are_one_line_errors(tmp_path):
 def test_executor_options_one_set_of_defaults_from_cli_api_and_dataclass(tmp_path):
     """The flags (bench.cli), RunOptions (bench.api) and ExecutorOptions agree,
     and each flag lands in its typed field."""
+    from bench.cli.commands import run_options
     from bench.cli.main import build_parser
     from bench.sweep.executor_options import ExecutorOptions
     from bench.sweep.options import RunOptions
@@ -55,7 +56,7 @@ def test_executor_options_one_set_of_defaults_from_cli_api_and_dataclass(tmp_pat
         executor="slurm", device="cpu", jobs=3, jobs_per_gpu=2, fuse="seeds", fuse_max=4,
         partition="gpu", time=7, gpus_per_job=0, cpus_per_job=2, array_parallelism=5,
         slurm_folder="f", submitit_cluster="local")
-    assert ExecutorOptions.of(RunOptions.from_namespace(args)) == ExecutorOptions.of(args)
+    assert ExecutorOptions.of(run_options(args)) == ExecutorOptions.of(args)
 
 
 def test_fake_gpus_one_run_per_slot_pinned(tmp_path, monkeypatch):
