@@ -19,7 +19,6 @@ import json
 import os
 import socket
 import time
-import uuid
 from pathlib import Path
 
 from bench.core import files
@@ -121,10 +120,10 @@ def acquire(record) -> str | None:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            holder = read_json(path)
+            holder, seen = _read_lock(path)
             if holder_alive(holder, path):
                 return describe(holder)
-            _remove_stale(path, holder)
+            _remove_stale(path, seen)
             continue
         try:
             with os.fdopen(fd, "w") as f:
@@ -136,17 +135,60 @@ def acquire(record) -> str | None:
     return describe(read_json(path))
 
 
-def _remove_stale(path: Path, seen: dict | None) -> None:
-    """Remove a dead holder's lock, unless a live process replaced it meanwhile."""
-    grave = path.with_name(f".{path.name}.stale-{uuid.uuid4().hex[:8]}")
+def _read_lock(path: Path) -> tuple[dict | None, tuple | None]:
+    """(holder, identity) of a lock file, both from one open file: the
+    identity (device, inode, ctime) tells this file from a lock created
+    after it, even one with the same contents (an empty one)."""
     try:
-        os.rename(path, grave)
-    except FileNotFoundError:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            text = f.read()
+    except OSError:
+        return None, None
+    try:
+        holder = json.loads(text) if text else None
+    except ValueError:  # half-written
+        holder = None
+    return (holder if isinstance(holder, dict) else None), (st.st_dev, st.st_ino, st.st_ctime_ns)
+
+
+def _identity(path: Path) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_ctime_ns)
+
+
+def _remove_stale(path: Path, seen: tuple | None) -> None:
+    """Remove a dead holder's lock file `seen` (its identity), unless it was
+    replaced meanwhile. Racers that all found the same dead lock take turns
+    under a takeover guard (O_EXCL), and each removes the lock only if it is
+    still that same file: so a lock one racer took after removing the dead
+    one is never removed by another (two runs would train at once)."""
+    if seen is None:
         return
-    if read_json(grave) != seen and not path.exists():  # we grabbed a fresh lock: put it back
-        os.rename(grave, path)
-        return
-    grave.unlink(missing_ok=True)
+    guard = path.with_name(f".{path.name}.takeover")
+    deadline = time.monotonic() + 2.0  # a takeover takes microseconds
+    while True:
+        try:
+            os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            break
+        except FileExistsError:
+            try:
+                # its taker died between two system calls: the guard is garbage
+                if time.time() - guard.stat().st_mtime > FRESH_EMPTY_SECONDS:
+                    guard.unlink(missing_ok=True)
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.002)
+    try:
+        if _identity(path) == seen:
+            path.unlink(missing_ok=True)
+    finally:
+        guard.unlink(missing_ok=True)
 
 
 def slurm_job_id() -> str | None:
@@ -160,10 +202,10 @@ def slurm_job_id() -> str | None:
 def drop_lock_of(record, pid=None, job=None) -> None:
     """Remove the lock left by a process (or SLURM job) known to be dead."""
     path = lock_path(record)
-    holder = read_json(path)
+    holder, seen = _read_lock(path)
     if holder and ((pid is not None and holder.get("pid") == pid)
                    or (job is not None and holder.get("slurm_job") == job)):
-        path.unlink(missing_ok=True)
+        _remove_stale(path, seen)  # not a lock another process has taken since
 
 
 def release(record) -> None:
