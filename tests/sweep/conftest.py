@@ -14,9 +14,13 @@ def slurm_cluster(tmp_path_factory):
     try:
         cluster = slurmcluster.start(tmp_path_factory.mktemp("slurm"))
     except slurmcluster.Unavailable as why:
-        if os.environ.get("CI"):  # CI is root with apt: a cluster that cannot start is a failure
-            pytest.fail(f"live Slurm cluster unavailable in CI: {why}")
-        pytest.skip(str(why))  # a developer machine without root or apt: one line says why
+        # A cluster that cannot start fails the SLURM tests: a skip would let
+        # a broken cluster path pass CI unseen. Only an explicit opt-out (a
+        # developer machine without root or apt) turns them into a skip.
+        if os.environ.get("BENCH_TEST_WITHOUT_SLURM") != "1":
+            pytest.fail(f"live Slurm cluster unavailable: {why} (on a machine without root "
+                        "or apt, BENCH_TEST_WITHOUT_SLURM=1 skips the SLURM tests)")
+        pytest.skip(f"BENCH_TEST_WITHOUT_SLURM=1: {why}")
     saved = {k: os.environ.get(k) for k in ("SLURM_CONF", "PATH")}
     os.environ.update(SLURM_CONF=cluster.env["SLURM_CONF"], PATH=cluster.env["PATH"])
     try:
