@@ -21,9 +21,6 @@ import pandas as pd
 from bench.core import files, outcomes, store
 from bench.core.outcomes import Failure
 from bench.report import frame
-# --config: which config is a row (re-exported: the report's callers use aggregate)
-from bench.report.configs import (CONFIG_RULES, ablation_key, parse_ablation,  # noqa: F401
-                                  parse_config_choice, select_configs)
 from bench.report.frame import COSTS, METRICS
 from bench.core.calibration import scaled_probs
 from bench.core.paper import DENS, ENSEMBLE_OF, Variant

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from bench.core import store
 from bench.core.errors import BenchError
-from bench.report import aggregate, copied, names, paired, stats, unfinished
+from bench.report import aggregate, configs, copied, names, paired, stats, unfinished
 from bench.report import figures as figs
 from bench.report.document import Report
 from bench.report.options import KINDS, ReportOptions, check_order
@@ -45,8 +45,8 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
         store.require_results_dir(results_dir)  # '' would read the current directory
     runs, failures, notes = load(results_dir, opts, live)
     check_order(opts.order, {r.method for r in runs})
-    ablation = {aggregate.ablation_key(m, p): label
-                for m, rows in aggregate.parse_ablation(opts.config).items()
+    ablation = {configs.ablation_key(m, p): label
+                for m, rows in configs.parse_ablation(opts.config).items()
                 for p, label in rows.items()}
     labels, more = names.report_names(runs, list(opts.label or ()), ablation)
     notes += more
@@ -122,7 +122,7 @@ def load(results, opts: ReportOptions, live=None) -> tuple[list, list[dict], lis
         raise BenchError(f"no finished run records under {results}/ matching the filters "
                          f"(datasets with records: {', '.join(found) or 'none'}; "
                          f"{len(failures)} failed runs)")
-    runs, more = aggregate.select_configs(runs, opts.config)
+    runs, more = configs.select_configs(runs, opts.config)
     return runs, failures, notes + more + setup_notes(runs)
 
 

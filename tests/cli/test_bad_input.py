@@ -152,7 +152,7 @@ def test_point8_contradictory_config_rules_are_refused(tmp_path, capsys):
 
 
 def test_point8_contradictory_config_prefixes_name_both():
-    from bench.report.aggregate import parse_config_choice
+    from bench.report.configs import parse_config_choice
 
     with pytest.raises(BenchError, match=r"^--config sl1h=abc,sl1h=def: two configs for sl1h"):
         parse_config_choice("sl1h=abc,sl1h=def", ["abc123", "def456"])

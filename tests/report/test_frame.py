@@ -12,6 +12,7 @@ import bench.results
 from bench.cli.main import main
 from bench.core import store
 from bench.core.errors import BenchError
+from bench.report import configs
 from bench.report.frame import damaged
 
 
@@ -284,18 +285,18 @@ def test_config_notes_name_the_rule_and_every_ignored_config(known):
         os.utime(rec / "metrics.json", (4e9, 4e9))  # zzz999 is the newest record
     runs = aggregate.load_runs(known)
     cell = "toy/resnet50/sl1h: using config"
-    _, notes = aggregate.select_configs(runs, "latest")
+    _, notes = configs.select_configs(runs, "latest")
     assert notes == [f"{cell} zzz999 (1 seeds, chosen by --config latest), "
                      "ignoring abc123 (3 seeds), yyy777 (2 seeds)"]
-    _, notes = aggregate.select_configs(runs, "most-seeds")
+    _, notes = configs.select_configs(runs, "most-seeds")
     assert notes == [f"{cell} abc123 (3 seeds, chosen by --config most-seeds), "
                      "ignoring yyy777 (2 seeds), zzz999 (1 seeds)"]
     for choice in ("sl1h=yyy,latest", "latest,sl1h=yyy"):  # the prefix chose, in any order
-        _, notes = aggregate.select_configs(runs, choice)
+        _, notes = configs.select_configs(runs, choice)
         assert notes == [f"{cell} yyy777 (2 seeds, chosen by --config), "
                          "ignoring abc123 (3 seeds), zzz999 (1 seeds)"]
     with pytest.raises(BenchError) as err:
-        aggregate.select_configs(runs, "nope")
+        configs.select_configs(runs, "nope")
     assert str(err.value) == ("--config nope: matches no record; configs present: abc123, "
                               "yyy777, zzz999; or a rule: latest, most-seeds")
 
@@ -359,7 +360,7 @@ def test_ambiguous_configs_error_names_only_the_settings_that_differ(known):
             (record / "config.json").write_text(json.dumps({**cfg, "train": train}))
             _reseal(record)
     with pytest.raises(BenchError) as err:
-        aggregate.select_configs(aggregate.load_runs(known, backbones=["resnet50"],
+        configs.select_configs(aggregate.load_runs(known, backbones=["resnet50"],
                                                      methods=["sl1h"]))
     assert str(err.value) == (
         "toy/resnet50/sl1h has records of 3 configs: abc123 (3 seeds; epochs_per_cycle=3, "
