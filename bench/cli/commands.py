@@ -12,6 +12,7 @@ from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_
 from bench.core.settings import specs
 from bench.cli.data import add_data_options
 from bench.cli.executor_flags import add_executor_options
+from bench.cli.typed import options_from
 from bench.sweep.options import RunOptions
 from bench.sweep.plan import execute, plan
 from bench.report.summary import summary_table
@@ -132,14 +133,9 @@ def _profile_text(cfg: TrainConfig) -> str:
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:
-    """A parsed `bench run` as RunOptions (lists become tuples): what the
-    planner, the executors and the loaders take."""
-    values = {}
-    for f in dataclasses.fields(RunOptions):
-        if hasattr(args, f.name):
-            value = getattr(args, f.name)
-            values[f.name] = tuple(value) if isinstance(value, list) else value
-    return RunOptions(**values)
+    """A parsed `bench run` as RunOptions: what the planner, the executors
+    and the loaders take."""
+    return options_from(RunOptions, args)
 
 
 def run(args) -> int:

@@ -12,6 +12,7 @@ from bench.core import store
 from bench.report import stats
 from bench.report.options import KINDS, METRIC_CHOICES, ReportOptions
 from bench.report.tables import REFERENCE
+from bench.cli.typed import options_from
 
 
 def add_parser(sub) -> None:
@@ -68,16 +69,8 @@ def add_parser(sub) -> None:
 
 
 def options_of(args) -> ReportOptions:
-    """The parsed flags as ReportOptions (repeatable flags become tuples)."""
-    import dataclasses
-
-    values = {}
-    for f in dataclasses.fields(ReportOptions):
-        value = getattr(args, f.name)
-        if value is None and f.default == ():  # a repeatable flag not given
-            value = ()
-        values[f.name] = tuple(value) if isinstance(value, list) else value
-    return ReportOptions(**values)
+    """The parsed flags as ReportOptions."""
+    return options_from(ReportOptions, args)
 
 
 def report(args) -> int:

@@ -12,7 +12,7 @@ import pytest
 from report_records import KNOWN, write_failures, write_known
 from scipy import stats as sps
 
-from bench.report import aggregate
+from bench.report import aggregate, configs
 from bench.report import stats
 from bench.cli.main import main
 from bench.core.errors import BenchError
@@ -133,8 +133,8 @@ def test_config_choice_is_never_silent(tmp_path):
     shutil.copytree(runs[0].path, other)
     with pytest.raises(BenchError, match=r"has records of 2 configs: abc123 \(3 seeds\); "
                                          r"zzz999 \(1 seeds\); choose with --config"):
-        aggregate.select_configs(aggregate.load_runs(tmp_path))
-    kept, notes = aggregate.select_configs(aggregate.load_runs(tmp_path), config="zzz")
+        configs.select_configs(aggregate.load_runs(tmp_path))
+    kept, notes = configs.select_configs(aggregate.load_runs(tmp_path), config="zzz")
     cell = (runs[0].backbone, runs[0].method)
     assert [r.chash for r in kept if (r.backbone, r.method) == cell] == ["zzz999"]
     assert len(kept) == len(runs) - 3 + 1  # other cells keep their only config
