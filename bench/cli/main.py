@@ -11,7 +11,7 @@ import os
 import sys
 
 from bench.core import plugins
-from bench.core.errors import BenchError, disk_full_message, is_disk_full
+from bench.core.errors import BenchError, disk_full_message, is_disk_full, missing_package_message
 
 SUBCOMMANDS = (
     "bench.cli.commands",  # list, run
@@ -58,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         return _reader_went_away()
     except BenchError as err:
         print(f"bench: error: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:
+        message = missing_package_message(err)
+        if message is None:
+            raise
+        print(f"bench: error: {message}", file=sys.stderr)
         return 2
     except OSError as err:
         if not is_disk_full(err):

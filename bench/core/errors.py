@@ -37,3 +37,19 @@ def disk_full_message(err: OSError) -> str:
     where = f" writing {err.filename}" if err.filename else ""
     return (f"disk full{where}: {os.strerror(err.errno).lower()}; free space and rerun "
             "(finished records are kept)")
+
+
+# Import names whose pip package is named differently (the rest match).
+PIP_NAMES = {"calibration": "uncertainty-calibration", "sklearn": "scikit-learn", "PIL": "pillow"}
+
+
+def missing_package_message(err: ModuleNotFoundError) -> str | None:
+    """One line for a third-party package that is not installed (a `pip install
+    --no-deps`, an image that lacks one); None for a module of bench itself,
+    which is a bug whose traceback should be seen."""
+    top = (err.name or "").split(".")[0]
+    if not top or top == "bench":
+        return None
+    pip = PIP_NAMES.get(top, top)
+    return (f"the Python package '{pip}' is not installed (import {err.name} failed); "
+            f"pip install {pip}, or run ./setup.sh, which installs every dependency")
