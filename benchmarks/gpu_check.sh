@@ -20,17 +20,32 @@
 #    + cudnn.deterministic, as the released code ran when seeded): gpuplan's step of
 #    Kvasir-sized (224 px) ResNet50 4HML, alone, with the switch off and on.
 # Every step runs under `timeout`, so a hang cannot eat the budget; at most
-# SYNC_LIMIT + (GPLAN_BUDGET + 45) + SBS_LIMIT + E2E_LIMIT + 2 x PERF_LIMIT
-# + 2 x DET_LIMIT + setup = 40 + 165 + 75 + 75 + 120 + 80 + ~15 s, about 9.5 minutes
+# SYNC_LIMIT + (GPLAN_BUDGET + 45) + SBS_LIMIT + E2E_LIMIT + REPORT_LIMIT + 2 x PERF_LIMIT
+# + 2 x DET_LIMIT + setup = 40 + 145 + 75 + 75 + 20 + 120 + 80 + ~15 s, about 9.5 minutes
 # (run it with timeout_s=590).
-# Output: env.txt, syncs.log, gpuplan.json, gpuplan.log, sidebyside.json,
-# sidebyside.log, e2e.log, e2e/ (records without predictions), perf_fp32.log,
+# Output: ONE file, gpu_check.tar.gz under $OUT (else ./gpu_out), rewritten after
+# every step so a run cut short still brings back what it measured (the device tool
+# returns at most 8 files, 2 folders down). It holds gpu_check/: console.log, env.txt,
+# syncs.log, gpuplan.json, gpuplan.log, sidebyside.json, sidebyside.log, e2e.log,
+# e2e/ (records without predictions, and report/ of the fused ones), perf_fp32.log,
 # perf_bf16.log, det_off.log/.json, det_on.log/.json.
+#
+# The device image lacks relplot and uncertainty-calibration, which `bench report`
+# needs: on THIS machine first run `bash benchmarks/gpu_wheels.sh` (it builds them
+# into .whl/) and call the device with carry=[".whl"]; the script installs them.
 set -u
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
-OUT_DIR="${OUT:-$REPO/gpu_out}"
+BACK_DIR="${OUT:-$REPO/gpu_out}"   # what comes back: gpu_check.tar.gz alone
+mkdir -p "$BACK_DIR"
+BACK_DIR="$(cd "$BACK_DIR" && pwd)"
+SCRATCH="$(mktemp -d)"
+OUT_DIR="$SCRATCH/gpu_check"       # every step writes here; pack() bundles it
 mkdir -p "$OUT_DIR"
-OUT_DIR="$(cd "$OUT_DIR" && pwd)"
+pack() {  # the tarball is replaced whole, never left half-written under its name
+    tar -czf "$BACK_DIR/gpu_check.partial.tgz" -C "$SCRATCH" gpu_check &&
+        mv -f "$BACK_DIR/gpu_check.partial.tgz" "$BACK_DIR/gpu_check.tar.gz"
+}
+exec > >(tee -a "$OUT_DIR/console.log") 2>&1
 # The first Python that has torch and timm ($PYTHON, this checkout's .venv,
 # python3, python): the device image's torch may sit behind either name.
 PY=""
@@ -45,11 +60,12 @@ PY="$(command -v "$PY")"
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # survives cd
 DEVICE="${DEVICE:-cuda}"          # cpu only for a dry run of this script
 SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.speed.syncs
-GPLAN_BUDGET="${GPLAN_BUDGET:-120}"  # seconds for bench.speed.gpuplan's own budget
+GPLAN_BUDGET="${GPLAN_BUDGET:-100}"  # seconds for bench.speed.gpuplan's own budget
 SBS_LIMIT="${SBS_LIMIT:-75}"        # hard limit for bench.speed.sidebyside (all K)
 SBS_ARGS="${SBS_ARGS:-}"            # extra bench.speed.sidebyside flags (CPU dry run: a small backbone)
 E2E_LIMIT="${E2E_LIMIT:-75}"        # hard limit for both end-to-end sweeps together
 E2E_ARGS="${E2E_ARGS:-}"            # extra `bench run` flags (CPU dry run: a small backbone)
+REPORT_LIMIT="${REPORT_LIMIT:-20}"  # hard limit for `bench report` over the fused records
 PERF_LIMIT="${PERF_LIMIT:-60}"     # hard limit per bench.speed.perf run (it prints at the end)
 DET_LIMIT="${DET_LIMIT:-40}"       # hard limit per deterministic on/off gpuplan run
 DET_ARGS="${DET_ARGS:-}"           # extra gpuplan flags for step 7 (CPU dry run: --image-size 32)
@@ -65,12 +81,25 @@ export PYTHONUNBUFFERED=1
 # and bench.datasets, pyproject's package-dir) in a scratch folder.
 RUN_DIR="$REPO"
 if ! (cd "$REPO" && "$PY" -c "import bench.methods, bench.datasets" 2>/dev/null); then
-    RUN_DIR="$(mktemp -d)"
+    RUN_DIR="$SCRATCH/src"; mkdir -p "$RUN_DIR"
     cp -r "$REPO/bench" "$RUN_DIR/bench"
     cp -r "$REPO/methods" "$RUN_DIR/bench/methods"
     cp -r "$REPO/datasets" "$RUN_DIR/bench/datasets"
 fi
 cd "$RUN_DIR" || exit 1
+
+# relplot and uncertainty-calibration (bench report's measures) are not on the
+# device image: install the wheels benchmarks/gpu_wheels.sh built, if carried.
+if ! "$PY" -c "import relplot, calibration" >/dev/null 2>&1; then
+    if ls "$REPO"/.whl/*.whl >/dev/null 2>&1; then
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+            --target "$SCRATCH/site" "$REPO"/.whl/*.whl &&
+            export PYTHONPATH="$SCRATCH/site${PYTHONPATH:+:$PYTHONPATH}"
+    else
+        echo "note: no relplot / uncertainty-calibration and no .whl/ carried: step 4's" \
+             "bench report will fail (run bash benchmarks/gpu_wheels.sh first, carry .whl)"
+    fi
+fi
 
 {
     date -u
@@ -80,12 +109,14 @@ cd "$RUN_DIR" || exit 1
     "$PY" -c "import torch, timm; print('torch', torch.__version__, 'timm', timm.__version__, \
 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
 } 2>&1 | tee "$OUT_DIR/env.txt"
+pack
 
 echo "== 1/7 bench.speed.syncs (limit ${SYNC_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.speed.syncs --device "$DEVICE" --steps 3 $SYNC_ARGS \
     2>&1 | tee "$OUT_DIR/syncs.log"
 echo "syncs exit: ${PIPESTATUS[0]}"
+pack
 
 echo "== 2/7 bench.speed.gpuplan (budget ${GPLAN_BUDGET}s)"
 # shellcheck disable=SC2086
@@ -95,6 +126,7 @@ timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.speed.gpuplan --device "$DEV
     --budget-s "$GPLAN_BUDGET" --out "$OUT_DIR/gpuplan.json" $GPLAN_ARGS \
     2>&1 | tee "$OUT_DIR/gpuplan.log"
 echo "gpuplan exit: ${PIPESTATUS[0]}"
+pack
 
 echo "== 3/7 bench.speed.sidebyside (limit ${SBS_LIMIT}s)"
 # shellcheck disable=SC2086
@@ -102,6 +134,7 @@ timeout -k 5 "$SBS_LIMIT" "$PY" -m bench.speed.sidebyside --device "$DEVICE" --p
     --steps 30 --warmup 5 --timeout-s 40 --out "$OUT_DIR/sidebyside.json" $SBS_ARGS \
     2>&1 | tee "$OUT_DIR/sidebyside.log"
 echo "sidebyside exit: ${PIPESTATUS[0]}"
+pack
 
 echo "== 4/7 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}s)"
 E2E=(run --method sl1h,mixup,dca,2hml,4hml --dataset digits --backbone resnet18 --seeds 1
@@ -112,7 +145,13 @@ timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli "${@:3}" --results "$1/e2e/
     PYTHONPATH="$PWD" "$0" "$2/benchmarks/compare_records.py" "$1/e2e/single" "$1/e2e/fused"' \
     "$PY" "$OUT_DIR" "$REPO" "${E2E[@]}" $E2E_ARGS 2>&1 | tee "$OUT_DIR/e2e.log"
 echo "e2e exit: ${PIPESTATUS[0]}"
+pack
+echo "== 4/7 bench report over the fused records (limit ${REPORT_LIMIT}s)"
+timeout -k 5 "$REPORT_LIMIT" "$PY" -m bench.cli report --results "$OUT_DIR/e2e/fused" \
+    --out "$OUT_DIR/e2e/report" --no-plots --no-progress 2>&1 | tee "$OUT_DIR/report.log"
+echo "report exit: ${PIPESTATUS[0]}"
 find "$OUT_DIR/e2e" -name predictions.npz -delete 2>/dev/null  # keep what comes back small
+pack
 
 PERF=(--device "$DEVICE" --backbone resnet50 --heads 4 --size 28 --steps "$PERF_STEPS"
       --repeats "$PERF_REPEATS" --eval-images 2048 --fused-seeds 5 --ref-workers 4)
@@ -121,12 +160,14 @@ echo "== 5/7 bench.speed.perf fp32 (limit ${PERF_LIMIT}s)"
 timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" $PERF_ARGS \
     2>&1 | tee "$OUT_DIR/perf_fp32.log"
 echo "perf fp32 exit: ${PIPESTATUS[0]}"
+pack
 
 echo "== 6/7 bench.speed.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
 # shellcheck disable=SC2086
 timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" --set bf16=true \
     --set channels_last=true $PERF_ARGS 2>&1 | tee "$OUT_DIR/perf_bf16.log"
 echo "perf bf16 exit: ${PIPESTATUS[0]}"
+pack
 
 for det in off on; do
     echo "== 7/7 deterministic=$det: gpuplan, kvasir resnet50 4 heads alone (limit ${DET_LIMIT}s)"
@@ -137,7 +178,10 @@ for det in off on; do
         --eval-images 256 --budget-s $((DET_LIMIT - 10)) --set deterministic=$flag \
         --no-progress --out "$OUT_DIR/det_$det.json" $DET_ARGS 2>&1 | tee "$OUT_DIR/det_$det.log"
     echo "deterministic=$det exit: ${PIPESTATUS[0]}"
+    pack
 done
 
-echo "== done; files in $OUT_DIR:"
+echo "== done; $BACK_DIR/gpu_check.tar.gz holds:"
 ls -l "$OUT_DIR"
+pack
+rm -rf "$SCRATCH"
