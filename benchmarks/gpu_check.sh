@@ -45,7 +45,8 @@ pack() {  # the tarball is replaced whole, never left half-written under its nam
     tar -czf "$BACK_DIR/gpu_check.partial.tgz" -C "$SCRATCH" gpu_check &&
         mv -f "$BACK_DIR/gpu_check.partial.tgz" "$BACK_DIR/gpu_check.tar.gz"
 }
-exec > >(tee -a "$OUT_DIR/console.log") 2>&1
+exec 3>&1 4>&2 > >(tee -a "$OUT_DIR/console.log") 2>&1
+TEE_PID=$!
 # The first Python that has torch and timm ($PYTHON, this checkout's .venv,
 # python3, python): the device image's torch may sit behind either name.
 PY=""
@@ -183,5 +184,9 @@ done
 
 echo "== done; $BACK_DIR/gpu_check.tar.gz holds:"
 ls -l "$OUT_DIR"
+exec 1>&3 2>&4 3>&- 4>&-
+# console.log complete before the last pack; at most 5 s, as a stray child of a
+# killed step could hold tee's pipe open for ever
+for _ in $(seq 50); do kill -0 "$TEE_PID" 2>/dev/null || break; sleep 0.1; done
 pack
 rm -rf "$SCRATCH"
