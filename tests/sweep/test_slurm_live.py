@@ -18,7 +18,7 @@ from bench.core import store
 from bench.sweep import runstate
 from sweeputil import bench_cmd, run_args, specs_for, wait_for
 
-pytestmark = pytest.mark.usefixtures("slurm_cluster")
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("slurm_cluster")]
 
 GATE_CODE = Path(__file__).parent / "gate"
 CYCLES = ["--set", "cycles=2", "--set", "epochs_per_cycle=1", "--set", "image_size=16",
