@@ -213,6 +213,12 @@ def is_complete(path: Path) -> bool:
         return False
 
 
+def written_since(path: Path, t0: float) -> bool:
+    """A complete record written at or after `t0` (epoch seconds): the one an
+    attempt started at t0 made, not an older one a --force run is replacing."""
+    return is_complete(path) and (path / "metrics.json").stat().st_mtime >= t0
+
+
 def write_record(path: Path, config: dict, metrics: dict, arrays: dict[str, np.ndarray]) -> Path:
     """Write config/metrics/predictions under a temporary name, then rename."""
     path = Path(path)

@@ -15,6 +15,7 @@ import os
 import queue
 import signal
 import threading
+import time
 import uuid
 
 from bench.core import store
@@ -220,11 +221,12 @@ def _launch(payload: str, first, name: str, slot: str | None, threads: int):
 def _spawn(spec, slot: str | None, threads: int) -> list[dict]:
     """[outcome] of one run in its own process ([] if Ctrl-C came before it started)."""
     (spec,) = _pin([spec], slot)
+    t0 = time.time()
     outcome, proc = _launch(spec.to_json(), spec, f"bench {spec.label}", slot, threads)
     if proc is None:
         return []
     if outcome is None:
-        outcome = ended_unreported(spec, _exit_reason(proc.exitcode), proc.pid)
+        outcome = ended_unreported(spec, _exit_reason(proc.exitcode), proc.pid, t0)
     return [{**outcome, "slot": slot}]
 
 
@@ -234,13 +236,14 @@ def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
     import json
 
     specs = _pin(specs, slot)
+    t0 = time.time()
     outcomes, proc = _launch(json.dumps([s.to_json() for s in specs]), specs[0],
                              f"bench {specs[0].label} fused x{len(specs)}", slot, threads)
     if proc is None:
         return []
     if outcomes is None:
         reason = _exit_reason(proc.exitcode)
-        outcomes = [ended_unreported(s, reason, proc.pid) for s in specs]
+        outcomes = [ended_unreported(s, reason, proc.pid, t0) for s in specs]
     return [{**o, "slot": slot} for o in outcomes]
 
 
@@ -262,11 +265,12 @@ def _exit_reason(rc: int) -> str:
     return f"process exited with code {rc} before reporting (see the run's log)"
 
 
-def ended_unreported(spec, reason: str, pid: int) -> dict:
+def ended_unreported(spec, reason: str, pid: int, started: float) -> dict:
     """The outcome of a run whose process ended without reporting: done if
-    its record is complete (stopped between saving it and reporting, e.g.
-    Ctrl-C), else died."""
-    if store.is_complete(spec.record):
+    that process wrote its complete record (stopped between saving it and
+    reporting, e.g. Ctrl-C), else died; an older record that a --force run was
+    replacing does not count."""
+    if store.written_since(spec.record, started):
         runstate.drop_lock_of(spec.record, pid=pid)
         return Outcome.of(spec, "done", pid=pid).to_dict()
     return died(spec, reason, pid=pid)

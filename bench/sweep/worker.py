@@ -166,7 +166,7 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
         reason = classify(err, held[0])
         last = _last_step(err, ctx.get("counter")) or _steps(ctx)
         for spec, log in zip(held, logs):
-            if _written_since(spec.record, t0):  # saved before a later member's save failed
+            if store.written_since(spec.record, t0):  # saved before a later member's save failed
                 _mark_done(spec, log, f"done in {time.time() - t0:.1f} s (fused; the group "
                            f"then failed: {reason})")
                 outs[spec.label] = outs[spec.label].but(status="done", steps=_steps(ctx))
@@ -183,11 +183,6 @@ def execute_group(specs: list[RunSpec]) -> list[dict]:
 
 def _steps(ctx: dict) -> int:
     return ctx["counter"].step if "counter" in ctx else 0
-
-
-def _written_since(record, t0: float) -> bool:
-    """A complete record written by this attempt (not one a --force run replaces)."""
-    return store.is_complete(record) and (record / "metrics.json").stat().st_mtime >= t0
 
 
 def _claim(specs: list[RunSpec], t0: float) -> tuple[dict[str, Outcome], list[RunSpec]]:

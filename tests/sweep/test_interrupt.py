@@ -57,17 +57,26 @@ def test_ctrl_c_says_one_line_exits_130_and_leaves_no_resource_tracker_warning(t
 def test_a_run_stopped_after_saving_its_record_is_done_not_failed(tmp_path):
     """Ctrl-C between a run's complete record and its report: the sweep counts
     it done and writes no failure file beside the record (a rerun would
-    otherwise list a finished seed in failed_runs.csv)."""
+    otherwise list a finished seed in failed_runs.csv). A --force retrain
+    killed before it saved is failed, although the record it was replacing
+    is complete."""
+    import os
+
     from bench.core.config import TrainConfig
     from bench.core.files import write_json
     from bench.sweep import executors
     from bench.sweep.grid import RunSpec
 
-    done, lost = (RunSpec("digits", "smallcnn", "sl1h", (), TrainConfig(), seed, "abc",
-                          str(tmp_path)) for seed in (0, 1))
-    write_json(done.record / "metrics.json", {"status": store.DONE})
-    for spec in (done, lost):
-        out = executors.ended_unreported(spec, "interrupted (Ctrl-C); rerun to train it", pid=1)
-        assert out["status"] == ("done" if spec is done else "failed"), out
+    done, lost, forced = (RunSpec("digits", "smallcnn", "sl1h", (), TrainConfig(), seed, "abc",
+                                  str(tmp_path)) for seed in (0, 1, 2))
+    started = 1_000_000.0  # the attempt's launch time (epoch seconds)
+    for spec, mtime in ((done, started + 5), (forced, started - 5)):
+        write_json(spec.record / "metrics.json", {"status": store.DONE})
+        os.utime(spec.record / "metrics.json", (mtime, mtime))
+    for spec, status in ((done, "done"), (lost, "failed"), (forced, "failed")):
+        out = executors.ended_unreported(spec, "interrupted (Ctrl-C); rerun to train it", 1,
+                                         started)
+        assert out["status"] == status, (spec.seed, out)
     assert runstate.read_failure(done.record) is None
-    assert runstate.read_failure(lost.record)["reason"].startswith("interrupted")
+    for spec in (lost, forced):
+        assert runstate.read_failure(spec.record)["reason"].startswith("interrupted")
