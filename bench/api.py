@@ -75,12 +75,17 @@ def run(method="sl1h", dataset="digits", backbone=None, seeds=5, profile="paper"
 
 
 def _options(**values) -> RunOptions:
-    known = {f.name for f in dataclasses.fields(RunOptions)}
+    _check_names(RunOptions, "bench.api.run", values, hidden={"overrides", "data_opts", "plugin"})
+    return RunOptions(**values)
+
+
+def _check_names(cls, who: str, values: dict, hidden=frozenset()) -> None:
+    """Keyword arguments that name no field of `cls`: one BenchError listing them."""
+    known = {f.name for f in dataclasses.fields(cls)}
     bad = sorted(set(values) - known)
     if bad:
-        raise BenchError(f"bench.api.run: unknown option {', '.join(bad)}; allowed: "
-                         f"{', '.join(sorted(known - {'overrides', 'data_opts', 'plugin'}))}")
-    return RunOptions(**values)
+        raise BenchError(f"{who}: unknown option {', '.join(bad)}; allowed: "
+                         f"{', '.join(sorted(known - set(hidden)))}")
 
 
 def _with_metrics(runs: pd.DataFrame, results: str) -> pd.DataFrame:
@@ -124,20 +129,22 @@ def report(results_dir="results", out_dir="reports", **options) -> Report:
 
 
 def _report_options(values: dict) -> ReportOptions:
-    """keyword arguments -> ReportOptions: lists and tuples as tuples (a
-    repeatable flag's values), dicts as KEY=VALUE items; progress bars off
-    unless asked (no_progress=False)."""
-    known = {f.name for f in dataclasses.fields(ReportOptions)}
-    bad = sorted(set(values) - known)
-    if bad:
-        raise BenchError(f"bench.api.report: unknown option {', '.join(bad)}; allowed: "
-                         f"{', '.join(sorted(known))}")
+    """keyword arguments -> ReportOptions, spelled as `bench report` takes
+    them: a list is a comma list (a tuple for the repeatable --dataset,
+    --backbone, --method), seeds as in bench.api.run, a dict KEY=VALUE items;
+    progress bars off unless asked (no_progress=False)."""
+    _check_names(ReportOptions, "bench.api.report", values)
+    repeatable = {f.name for f in dataclasses.fields(ReportOptions) if f.type.startswith("tuple")}
     out = {"no_progress": True}
     for key, value in values.items():
-        if isinstance(value, dict):
-            value = tuple(f"{k}={v}" for k, v in value.items())
-        elif isinstance(value, list):
-            value = tuple(value)
+        if key == "seeds":
+            value = seeds_text(value)
+        elif key == "label" or isinstance(value, dict):
+            value = pairs(value)
+        elif key in repeatable and value is not None:
+            value = (value,) if isinstance(value, str) else tuple(value)
+        elif isinstance(value, (list, tuple)):
+            value = names_text(value)
         out[key] = value
     return ReportOptions(**out)
 

@@ -58,9 +58,12 @@ def names_text(value) -> str:
 
 
 def seeds_text(value) -> str:
-    """5 -> '5' (seeds 0..4); [0, 3] -> '0,3'; '2-4' stays."""
+    """5 -> '5' (seeds 0..4); [0, 3] -> '0,3'; [2] -> '2-2' (seed 2 alone:
+    a bare '2' would mean seeds 0..1); '2-4' stays."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        return f"{value[0]}-{value[0]}"
     return names_text(value)
 
 

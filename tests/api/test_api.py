@@ -123,3 +123,23 @@ def test_report_returns_the_written_files_and_its_tables_as_dataframes(trained, 
     with pytest.raises(BenchError, match="--metrics 'bogus': unknown bogus"):
         api.report(results, tmp_path / "bad", metrics="bogus")
     assert sys.modules["bench.api"] is api
+
+
+def test_report_keywords_are_spelled_as_the_command_takes_them(trained, tmp_path):
+    """Lists, ints and dicts become the flags `bench report` would get (a
+    tuple was once handed on as is, and --metrics / --seeds failed on it)."""
+    from bench.cli.main import build_parser
+    from bench.cli.report import options_of
+
+    results, _ = trained
+    kwargs = dict(metrics=["ece", "aece"], seeds=[0], method=["sl1h", "2hml"],
+                  order=["sl1h", "2hml"], label={"sl1h": "Base"}, dataset="digits")
+    flags = ["report", "--metrics", "ece,aece", "--seeds", "0-0", "--method", "sl1h",
+             "--method", "2hml", "--order", "sl1h,2hml", "--label", "sl1h=Base",
+             "--dataset", "digits", "--no-progress"]
+    assert api._report_options(kwargs) == options_of(build_parser().parse_args(flags))
+    rep = api.report(results, None, no_plots=True, **kwargs)
+    assert sorted(rep.runs["method"]) == ["2hml", "sl1h"]
+    assert {"ece_mean", "aece_mean"} <= set(rep.groups.columns)
+    cells = rep.table_cells()
+    assert set(cells.loc[cells["method"] == "sl1h", "label"]) == {"Base", "Base+TS"}
