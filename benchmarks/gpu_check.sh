@@ -36,21 +36,22 @@
 set -u
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 BACK_DIR="${OUT:-$REPO/gpu_out}"   # what comes back: gpu_check.tar.gz alone
-mkdir -p "$BACK_DIR"
-BACK_DIR="$(cd "$BACK_DIR" && pwd)"
-SCRATCH="$(mktemp -d)"
+BACK_DIR="$(mkdir -p "$BACK_DIR" && cd "$BACK_DIR" && pwd)" || exit 2
+SCRATCH="$(mktemp -d)" || exit 2
 OUT_DIR="$SCRATCH/gpu_check"       # every step writes here; pack() bundles it
 mkdir -p "$OUT_DIR"
+PACK_RC=0
 pack() {  # the tarball is replaced whole, never left half-written under its name
     tar -czf "$BACK_DIR/gpu_check.partial.tgz" -C "$SCRATCH" gpu_check &&
-        mv -f "$BACK_DIR/gpu_check.partial.tgz" "$BACK_DIR/gpu_check.tar.gz"
+        mv -f "$BACK_DIR/gpu_check.partial.tgz" "$BACK_DIR/gpu_check.tar.gz" ||
+        { echo "gpu_check.sh: could not write $BACK_DIR/gpu_check.tar.gz" >&2; PACK_RC=1; }
 }
 exec 3>&1 4>&2 > >(tee -a "$OUT_DIR/console.log") 2>&1
 TEE_PID=$!
 # The first Python that has torch and timm ($PYTHON, this checkout's .venv,
 # python3, python): the device image's torch may sit behind either name.
 PY=""
-for cand in ${PYTHON:-} "$REPO/.venv/bin/python" python3 python; do
+for cand in ${PYTHON:+"$PYTHON"} "$REPO/.venv/bin/python" python3 python; do
     if "$cand" -c "import torch, timm" >/dev/null 2>&1; then PY="$cand"; break; fi
 done
 if [ -z "$PY" ]; then
@@ -146,7 +147,6 @@ timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli "${@:3}" --results "$1/e2e/
     PYTHONPATH="$PWD" "$0" "$2/benchmarks/compare_records.py" "$1/e2e/single" "$1/e2e/fused"' \
     "$PY" "$OUT_DIR" "$REPO" "${E2E[@]}" $E2E_ARGS 2>&1 | tee "$OUT_DIR/e2e.log"
 echo "e2e exit: ${PIPESTATUS[0]}"
-pack
 echo "== 4/7 bench report over the fused records (limit ${REPORT_LIMIT}s)"
 timeout -k 5 "$REPORT_LIMIT" "$PY" -m bench.cli report --results "$OUT_DIR/e2e/fused" \
     --out "$OUT_DIR/e2e/report" --no-plots --no-progress 2>&1 | tee "$OUT_DIR/report.log"
@@ -190,3 +190,4 @@ exec 1>&3 2>&4 3>&- 4>&-
 for _ in $(seq 50); do kill -0 "$TEE_PID" 2>/dev/null || break; sleep 0.1; done
 pack
 rm -rf "$SCRATCH"
+exit "$PACK_RC"  # the steps' own exits are in console.log; this says the tarball is whole

@@ -11,8 +11,12 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${PYTHON:-$REPO/.venv/bin/python}"
 PKGS=(relplot deprecation uncertainty-calibration parameterized)
-mapfile -t SPECS < <("$PY" -c 'import sys, importlib.metadata as m
-for p in sys.argv[1:]: print(f"{p}=={m.version(p)}")' "${PKGS[@]}")
-rm -rf "$REPO/.whl"
-"$PY" -m pip wheel -q --no-deps --wheel-dir "$REPO/.whl" "${SPECS[@]}"
+# a package missing from .venv stops here (set -e sees a failed $(...))
+specs="$("$PY" -c 'import sys, importlib.metadata as m
+for p in sys.argv[1:]: print(f"{p}=={m.version(p)}")' "${PKGS[@]}")"
+mapfile -t SPECS <<<"$specs"
+NEW="$(mktemp -d)"
+trap 'rm -rf "$NEW"' EXIT
+"$PY" -m pip wheel -q --no-deps --wheel-dir "$NEW" "${SPECS[@]}"
+rm -rf "$REPO/.whl" && mv "$NEW" "$REPO/.whl"  # the old wheels go only once all are built
 ls -l "$REPO/.whl"

@@ -160,8 +160,9 @@ def stop_children(grace: float = 5.0) -> None:
         live = list(_LIVE)
     for proc in live:
         proc.terminate()
+    deadline = time.monotonic() + grace  # one grace for all, not one per child
     for proc in live:
-        proc.join(grace)
+        proc.join(max(0.0, deadline - time.monotonic()))
         if proc.exitcode is None:
             proc.kill()
             proc.join()

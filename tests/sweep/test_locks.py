@@ -135,8 +135,9 @@ def test_a_lock_replaced_after_it_was_judged_stale_is_kept(record):
     path = write_lock(record, dead)
     holder, seen = runstate._read_lock(path)
     assert holder == dead and not runstate.holder_alive(holder, path)
-    path.unlink()
-    write_lock(record, dead)  # a new file, same bytes
+    with open(path) as old:  # held open: the new file cannot reuse its inode number
+        path.unlink()
+        write_lock(record, dead)  # a new file, same bytes
     runstate._remove_stale(path, seen)
     assert path.exists()
     runstate._remove_stale(path, runstate._read_lock(path)[1])  # the file it judged: removed
