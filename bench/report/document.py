@@ -38,11 +38,8 @@ class Report:
     holds the files written and `text` the summary `bench report` prints."""
 
     options: ReportOptions
-    results: Path
     run_list: list  # aggregate.Run, the finished runs shown
     cell_map: dict  # (dataset, backbone, row) -> aggregate cell of re-run records
-    shown: dict  # cell_map and the copied published rows (--published-rows)
-    expected: dict  # dataset -> the seeds asked
     labels: dict  # display names
     tables: list
     failures: list

@@ -13,7 +13,6 @@ main tables; the comparison with the paper (--compare paper). Report.write
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
@@ -59,7 +58,7 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     with tqdm(total=n_cells, desc="aggregate", disable=opts.no_progress) as bar:
         cells, more = aggregate.build_cells(runs, with_ts=not opts.no_ts, progress=bar)
     notes += more
-    cache = measures.Cache(Path(cache_dir) / measures.CACHE_FILE if cache_dir else None)
+    cache = measures.cache_for(cache_dir) if cache_dir else measures.Cache(None)
     per_run = measures.attach(cells, runs, cache, with_ts=not opts.no_ts)
     marks, tests = paired.significance(cells, opts.test, opts.alpha, opts.significance_ref)
     sig = pd.DataFrame(tests, columns=list(paired.COLUMNS))
@@ -73,8 +72,7 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     if not opts.no_plots:  # the Friedman results go with the CD diagrams
         notes += f_notes
     return Report(
-        options=opts, results=Path(results_dir), run_list=runs, cell_map=cells, shown={**cells, **pub},
-        expected=expected, labels=labels, tables=tables, failures=failures, notes=notes,
+        options=opts, run_list=runs, cell_map=cells, labels=labels, tables=tables, failures=failures, notes=notes,
         runs=measures.runs_frame(runs, per_run), groups=measures.cells_frame(cells, expected),
         significance=sig, friedman=pd.DataFrame(f_rows, columns=FRIEDMAN_COLUMNS),
         comparison=_comparison(cells) if opts.compare == "paper" else None,
