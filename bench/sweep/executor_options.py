@@ -35,7 +35,7 @@ class ExecutorOptions:
     def of(cls, options) -> "ExecutorOptions":
         """The executor fields of a larger options object (RunOptions, or any
         object with these attributes); an ExecutorOptions is returned as is."""
-        if isinstance(options, cls):
+        if type(options) is cls:
             return options
         return cls(**{f.name: getattr(options, f.name) for f in dataclasses.fields(cls)
                       if hasattr(options, f.name)})

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.sweep.executor_options import ExecutorOptions
+
 
 @dataclass(frozen=True)
-class RunOptions:
-    """The grid (names, seeds, profile, --set), data, weights, output, executor."""
+class RunOptions(ExecutorOptions):
+    """The grid (names, seeds, profile, --set), data, weights and output; the
+    executor's fields (and their defaults) are ExecutorOptions'."""
 
     method: str = "sl1h"
     dataset: str = "digits"
@@ -28,26 +31,12 @@ class RunOptions:
     download: bool = False
     pretrained: bool | None = None
     weights: str | None = None
-    device: str | None = None
     force: bool = False
     no_progress: bool = False
     dry_run: bool = False
     json: bool = False
     tensorboard: bool = False  # output only: never part of a config hash
     plugin: tuple = ()  # --plugin MODULE
-    # executors (bench.sweep.executor_options.ExecutorOptions.of picks these)
-    executor: str = "local"
-    jobs: int | None = None
-    jobs_per_gpu: int = 1
-    fuse: str | None = None
-    fuse_max: int | None = None
-    partition: str | None = None
-    time: int = 120
-    gpus_per_job: int | None = None
-    cpus_per_job: int | None = None
-    array_parallelism: int = 16
-    slurm_folder: str | None = None
-    submitit_cluster: str = "slurm"
 
 
 def names_text(value) -> str:
