@@ -101,17 +101,17 @@ class Report:
         opts, out = self.options, Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self.cache.file = out / measures.CACHE_FILE
-        written = [measures.write(self.runs, out / "runs.csv"),
-                   measures.write(self.groups, out / "groups.csv"),
+        written = [aggregate.write_frame(out / "runs.csv", self.runs),
+                   aggregate.write_frame(out / "groups.csv", self.groups),
                    self.cache.save(),
                    aggregate.write_failures_csv(self.failures, out / "failed_runs.csv"),
-                   measures.write(self.significance, out / "stats" / "paired_tests.csv")]
+                   aggregate.write_frame(out / "stats" / "paired_tests.csv", self.significance)]
         written += write_tables(self.tables, out)
         figures = []
         notes = list(self.notes)
         if not opts.no_plots:
             figures = self.write_figures(out)
-            written.append(measures.write(self.friedman, out / "stats" / "friedman.csv"))
+            written.append(aggregate.write_frame(out / "stats" / "friedman.csv", self.friedman))
         if self.comparison is not None:
             from bench.report import comparetables
 

@@ -183,5 +183,3 @@ def cells_frame(cells: dict, expected: dict) -> pd.DataFrame:
                       pd.DataFrame(rows, columns=cols)], axis=1)
 
 
-def write(frame: pd.DataFrame, path: Path) -> Path:
-    return aggregate.write_frame(path, frame)
