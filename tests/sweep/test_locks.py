@@ -135,7 +135,7 @@ def test_a_lock_replaced_after_it_was_judged_stale_is_kept(record):
     path = write_lock(record, dead)
     holder, seen = runstate._read_lock(path)
     assert holder == dead and not runstate.holder_alive(holder, path)
-    with open(path) as old:  # held open: the new file cannot reuse its inode number
+    with open(path):  # held open: the new file cannot reuse its inode number
         path.unlink()
         write_lock(record, dead)  # a new file, same bytes
     runstate._remove_stale(path, seen)
