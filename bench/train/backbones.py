@@ -269,6 +269,62 @@ def vmap_safe_drop_path(model: nn.Module) -> nn.Module:
     return model
 
 
+class MeanPool2d(nn.Module):
+    """Global average pooling as a mean over H and W. ATen computes
+    AdaptiveAvgPool2d(1) exactly this way and then, for an input whose layout
+    suggests channels_last (ConvNeXt's and Swin's permuted features), restrides
+    its [N, C, 1, 1] output in place with as_strided_: the same values, but an
+    op vmap has no batching rule for, so a fused group falls back to a
+    member-by-member loop there. The mean alone gives identical numbers."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean((-2, -1), keepdim=True)
+
+
+# Models whose pooling a fused group runs as MeanPool2d: where it was faster on
+# an H100 (fused x5, bf16: ConvNeXt-T 1.16x at 32 px, 1.08x at 224 px; Swin-T
+# 0.92x / 0.88x, so Swin keeps its pool; docs/speed.md).
+POOL_AS_MEAN = ("ConvNeXt",)
+
+
+def vmap_safe_pool(model: nn.Module) -> nn.Module:
+    """Replace the AdaptiveAvgPool2d(1) of the models named in POOL_AS_MEAN by
+    MeanPool2d (in place)."""
+    for child in list(model.modules()):
+        if type(child).__name__ not in POOL_AS_MEAN:
+            continue
+        for attr, sub in list(child.named_children()):
+            if isinstance(sub, nn.AdaptiveAvgPool2d) and sub.output_size in (1, (1, 1)):
+                setattr(child, attr, MeanPool2d())
+    return model
+
+
+class MixedBatchNorm2d(nn.BatchNorm2d):
+    """BatchNorm2d that takes a bf16 input with fp32 statistics under vmap.
+    Alone, cuDNN's batch norm accepts that mix (bf16 autocast leaves batch norm
+    to it: fp32 statistics, bf16 output); vmap's batching rule does not ("Expected
+    running_mean to have type BFloat16"). Normalising the input upcast to fp32
+    (exact) and rounding the output back is what cuDNN computes."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        stats = self.running_mean
+        if stats is not None and x.dtype != stats.dtype:
+            return super().forward(x.to(stats.dtype)).to(x.dtype)
+        return super().forward(x)
+
+
+def vmap_safe(model: nn.Module) -> nn.Module:
+    """`model` made ready for a fused group (bench.train.fused), in place: its
+    own drop-path masks per member, pooling vmap can batch, batch norm that
+    takes bf16 inputs."""
+    vmap_safe_drop_path(model)
+    vmap_safe_pool(model)
+    for m in model.modules():
+        if type(m) is nn.BatchNorm2d:
+            m.__class__ = MixedBatchNorm2d
+    return model
+
+
 # ------------------------------------------------------------------- timm --
 def _timm_convnext(image_size: int, pretrained: bool, weights, drop_path: float) -> Backbone:
     bb = timm_backbone("convnext_tiny", image_size, pretrained, weights, drop_path)

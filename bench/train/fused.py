@@ -29,7 +29,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from bench.train.augment import apply_ops, augment_batch, sample_params
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
-from bench.train.backbones import vmap_safe_drop_path
+from bench.train.backbones import vmap_safe
 from bench.train.protocol import to_model_size
 from bench.core.transfer import h2d
 from bench.train.loop import (AUG_STREAM, TrainResult, autocast, make_sgd, normalise, run_loop,
@@ -42,8 +42,8 @@ class FusedModel:
     def __init__(self, models: list, device):
         if not models:
             raise BenchError("fused training needs at least one model")
-        # every member draws its own drop-path masks under vmap (backbones.RowDropPath)
-        models = [vmap_safe_drop_path(m).to(device) for m in models]
+        # own drop-path masks per member, batchable pooling, bf16-safe batch norm
+        models = [vmap_safe(m).to(device) for m in models]
         self.params, self.buffers = stack_module_state(models)
         self.base = copy.deepcopy(models[0]).to("meta")  # architecture only
         self.size = len(models)

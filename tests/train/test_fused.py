@@ -1,4 +1,5 @@
 """Fused multi-seed training equals each seed trained alone (CPU, float tolerance)."""
+import copy
 import dataclasses
 
 import numpy as np
@@ -154,3 +155,42 @@ def test_one_loop_reports_every_step_alone_and_fused_with_equal_losses(tiny, mon
         for s in SEEDS[:2]:
             torch.testing.assert_close(losses[s], alone[s][i][1], rtol=1e-4, atol=1e-5)
     assert not torch.equal(group[-1][1][0], group[-1][1][1])  # the members differ
+
+
+def test_fused_batch_norm_takes_bf16_inputs_like_each_model_alone():
+    """Under bf16 autocast on CUDA a convolution hands batch norm a bf16 input
+    with fp32 statistics; alone that mix is allowed, under vmap it failed
+    ("Expected running_mean to have type BFloat16", on an H100). Fused, each
+    member's output and running statistics equal its model's own."""
+    torch.manual_seed(0)
+    models = [torch.nn.Sequential(torch.nn.BatchNorm2d(4)).train() for _ in range(3)]
+    x = torch.randn(3, 8, 4, 5, 5).bfloat16()
+    alone = [m(xi) for m, xi in zip(copy.deepcopy(models), x)]
+    fm = FusedModel(models, "cpu")
+    fm.train(True)
+    out = fm(x)
+    assert out.dtype == torch.bfloat16
+    for s, (m, ref) in enumerate(zip(models, alone)):
+        assert torch.allclose(out[s].float(), ref.float(), atol=1e-2)
+    ran = [copy.deepcopy(m) for m in models]
+    for m, xi in zip(ran, x):
+        m(xi)
+    for s, m in enumerate(ran):
+        assert torch.allclose(fm.buffers["0.running_mean"][s], m[0].running_mean, atol=1e-3)
+
+
+def test_convnext_pooling_as_a_mean_changes_no_logit():
+    """A fused ConvNeXt pools with MeanPool2d (vmap batches it; AdaptiveAvgPool2d
+    on its permuted input hit a member-by-member fallback): the same numbers."""
+    from bench.train.backbones import MeanPool2d
+
+    torch.manual_seed(0)
+    models = [build_model("convnext_tiny", 32, 2, 3)[0].eval() for _ in range(2)]
+    x = torch.randn(2, 2, 3, 32, 32)
+    with torch.no_grad():
+        alone = torch.stack([m(xi) for m, xi in zip(models, x)])
+        fm = FusedModel(copy.deepcopy(models), "cpu")
+        fm.train(False)
+        fused = fm(x)
+    assert any(isinstance(m, MeanPool2d) for m in fm.base.modules())
+    assert torch.allclose(fused, alone, atol=1e-5)
