@@ -51,3 +51,12 @@ def test_unknown_method_is_one_line_before_any_step(capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown method 'nope'" in err[0]
     assert ran == []  # checked before sl1h ran
+
+
+def test_only_reported_synchronisations_count():
+    """The debug mode's own one-time notice mentions synchronisation too; on an
+    H100 it was counted as a sync of the first method's first steps."""
+    notice = ("Synchronization debug mode is a prototype feature and does not yet detect "
+              "all synchronizing operations")
+    assert not syncs.is_sync(notice)
+    assert syncs.is_sync("called a synchronizing CUDA operation")
