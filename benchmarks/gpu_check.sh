@@ -4,31 +4,32 @@
 #
 #     bash benchmarks/gpu_check.sh            # writes to $OUT, else ./gpu_out
 #
-# 1. python -m bench.speed.syncs: host-device synchronisations per training step of
-#    every method, single and fused (expected 0; docs/speed.md).
-# 2. python -m bench.speed.gpuplan: the harness's step on synthetic data of the
-#    paper's shapes, headline first (PathMNIST ResNet50 4HML alone and as a
-#    5-seed group, bf16 and fp32), projected to run / group / grid wall time.
-# 3. python -m bench.speed.sidebyside: 1, 2, 3 processes training the headline fused
-#    group at once on the GPU (`bench run --jobs-per-gpu K`): images/s of all.
-# 4. bench run end to end on the GPU (the real CLI, worker processes, records):
-#    5 methods x 1 seed on digits, fused by method and unfused, compared run by run.
-# 5-6. python -m bench.speed.perf at 28 px, ResNet50, 4 heads: harness vs reference
-#    (DataLoader + PIL, 4 workers) vs bare loop, and a 5-seed fused row; fp32,
-#    then bf16 + channels_last.
-# 7. the cost of `--set deterministic=true` (torch.use_deterministic_algorithms
-#    + cudnn.deterministic, as the released code ran when seeded): gpuplan's step of
-#    Kvasir-sized (224 px) ResNet50 4HML, alone, with the switch off and on.
-# Every step runs under `timeout`, so a hang cannot eat the budget; at most
-# SYNC_LIMIT + (GPLAN_BUDGET + 45) + SBS_LIMIT + E2E_LIMIT + REPORT_LIMIT + 2 x PERF_LIMIT
-# + 2 x DET_LIMIT + setup = 40 + 145 + 75 + 75 + 20 + 120 + 80 + ~15 s, about 9.5 minutes
-# (run it with timeout_s=590).
+# Steps, each a shell function; STEPS names which run and in what order
+# (default: syncs gpuplan e2e det sidebyside perf):
+#   syncs      python -m bench.speed.syncs: host-device synchronisations per training
+#              step of every method, single and fused (expected 0; docs/speed.md).
+#   gpuplan    python -m bench.speed.gpuplan: the harness's step on synthetic data of the
+#              paper's shapes, headline first, projected to run / group / grid wall
+#              time (GPLAN_ARGS narrows it: --datasets, --strategies, --variants ...).
+#   e2e        bench run end to end (the real CLI, worker processes, records): 5 methods
+#              x 1 seed on digits, fused by method and unfused, compared run by run,
+#              then bench report over the fused records.
+#   det        the cost of `--set deterministic=true`: gpuplan's step of Kvasir-sized
+#              (224 px) ResNet50 4HML alone, switch off and on.
+#   sidebyside python -m bench.speed.sidebyside: 1, 2, 3 processes training the headline
+#              fused group at once (`bench run --jobs-per-gpu K`): images/s of all.
+#   perf       python -m bench.speed.perf at 28 px, ResNet50, 4 heads: harness vs
+#              reference (DataLoader + PIL) vs bare loop; fp32, then bf16 + channels_last.
+#   extra      EXTRA_CMD under EXTRA_LIMIT, with PY, OUT_DIR, DEVICE and REPO set
+#              (a session's own measurement, e.g. gpuplan --compile).
+# Every step runs under `timeout`, so a hang cannot eat the budget; the default
+# steps take at most SYNC_LIMIT + (GPLAN_BUDGET + 45) + E2E_LIMIT + REPORT_LIMIT +
+# 2 x DET_LIMIT + SBS_LIMIT + 2 x PERF_LIMIT + setup. On the H100 of 2026-11-27 the
+# machine started in about 30 s, and the e2e step needed more than 90 s (docs/speed.md).
 # Output: ONE file, gpu_check.tar.gz under $OUT (else ./gpu_out), rewritten after
 # every step so a run cut short still brings back what it measured (the device tool
-# returns at most 8 files, 2 folders down). It holds gpu_check/: console.log, env.txt,
-# syncs.log, gpuplan.json, gpuplan.log, sidebyside.json, sidebyside.log, e2e.log,
-# e2e/ (records without predictions, and report/ of the fused ones), perf_fp32.log,
-# perf_bf16.log, det_off.log/.json, det_on.log/.json.
+# returns at most 8 files, 2 folders down). It holds gpu_check/: console.log, env.txt
+# and each step's .log / .json, e2e/ (records without predictions, report/).
 #
 # The device image lacks relplot and uncertainty-calibration, which `bench report`
 # needs: on THIS machine first run `bash benchmarks/gpu_wheels.sh` (it builds them
@@ -65,7 +66,7 @@ SYNC_LIMIT="${SYNC_LIMIT:-40}"      # hard limit for bench.speed.syncs
 GPLAN_BUDGET="${GPLAN_BUDGET:-100}"  # seconds for bench.speed.gpuplan's own budget
 SBS_LIMIT="${SBS_LIMIT:-75}"        # hard limit for bench.speed.sidebyside (all K)
 SBS_ARGS="${SBS_ARGS:-}"            # extra bench.speed.sidebyside flags (CPU dry run: a small backbone)
-E2E_LIMIT="${E2E_LIMIT:-75}"        # hard limit for both end-to-end sweeps together
+E2E_LIMIT="${E2E_LIMIT:-180}"       # both end-to-end sweeps (the fused one alone took ~50 s on an H100)
 E2E_ARGS="${E2E_ARGS:-}"            # extra `bench run` flags (CPU dry run: a small backbone)
 REPORT_LIMIT="${REPORT_LIMIT:-20}"  # hard limit for `bench report` over the fused records
 PERF_LIMIT="${PERF_LIMIT:-60}"     # hard limit per bench.speed.perf run (it prints at the end)
@@ -76,6 +77,9 @@ PERF_REPEATS="${PERF_REPEATS:-2}"
 SYNC_ARGS="${SYNC_ARGS:-}"          # extra bench.speed.syncs flags (CPU dry run: a small backbone)
 GPLAN_ARGS="${GPLAN_ARGS:-}"        # extra gpuplan flags (CPU dry run: tiny settings)
 PERF_ARGS="${PERF_ARGS:-}"
+EXTRA_LIMIT="${EXTRA_LIMIT:-120}"   # hard limit for the `extra` step (EXTRA_CMD)
+ALL_STEPS="syncs gpuplan e2e det sidebyside perf extra"
+STEPS="${STEPS:-syncs gpuplan e2e det sidebyside perf}"  # which steps, in this order
 export PYTHONUNBUFFERED=1
 
 # The device image has torch, timm, tabulate, tqdm, scikit-learn but not this
@@ -113,72 +117,97 @@ fi
 } 2>&1 | tee "$OUT_DIR/env.txt"
 pack
 
-echo "== 1/7 bench.speed.syncs (limit ${SYNC_LIMIT}s)"
-# shellcheck disable=SC2086
-timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.speed.syncs --device "$DEVICE" --steps 3 $SYNC_ARGS \
-    2>&1 | tee "$OUT_DIR/syncs.log"
-echo "syncs exit: ${PIPESTATUS[0]}"
-pack
-
-echo "== 2/7 bench.speed.gpuplan (budget ${GPLAN_BUDGET}s)"
-# shellcheck disable=SC2086
-# +45 s: imports and CUDA start-up come before gpuplan's clock, and a job checks
-# the clock between steps (a first 224 px step with cuDNN's search can run long)
-timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.speed.gpuplan --device "$DEVICE" \
-    --budget-s "$GPLAN_BUDGET" --out "$OUT_DIR/gpuplan.json" $GPLAN_ARGS \
-    2>&1 | tee "$OUT_DIR/gpuplan.log"
-echo "gpuplan exit: ${PIPESTATUS[0]}"
-pack
-
-echo "== 3/7 bench.speed.sidebyside (limit ${SBS_LIMIT}s)"
-# shellcheck disable=SC2086
-timeout -k 5 "$SBS_LIMIT" "$PY" -m bench.speed.sidebyside --device "$DEVICE" --processes 1,2,3 \
-    --steps 30 --warmup 5 --timeout-s 40 --out "$OUT_DIR/sidebyside.json" $SBS_ARGS \
-    2>&1 | tee "$OUT_DIR/sidebyside.log"
-echo "sidebyside exit: ${PIPESTATUS[0]}"
-pack
-
-echo "== 4/7 bench run end to end, --fuse methods vs unfused (limit ${E2E_LIMIT}s)"
-E2E=(run --method sl1h,mixup,dca,2hml,4hml --dataset digits --backbone resnet18 --seeds 1
-     --profile quick --set cycles=1 --set epochs_per_cycle=2 --device "$DEVICE" --no-progress)
-# shellcheck disable=SC2086
-timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli "${@:3}" --results "$1/e2e/fused" --fuse methods &&
-    "$0" -m bench.cli "${@:3}" --results "$1/e2e/single" &&
-    PYTHONPATH="$PWD" "$0" "$2/benchmarks/compare_records.py" "$1/e2e/single" "$1/e2e/fused"' \
-    "$PY" "$OUT_DIR" "$REPO" "${E2E[@]}" $E2E_ARGS 2>&1 | tee "$OUT_DIR/e2e.log"
-echo "e2e exit: ${PIPESTATUS[0]}"
-echo "== 4/7 bench report over the fused records (limit ${REPORT_LIMIT}s)"
-timeout -k 5 "$REPORT_LIMIT" "$PY" -m bench.cli report --results "$OUT_DIR/e2e/fused" \
-    --out "$OUT_DIR/e2e/report" --no-plots --no-progress 2>&1 | tee "$OUT_DIR/report.log"
-echo "report exit: ${PIPESTATUS[0]}"
-find "$OUT_DIR/e2e" -name predictions.npz -delete 2>/dev/null  # keep what comes back small
-pack
-
-PERF=(--device "$DEVICE" --backbone resnet50 --heads 4 --size 28 --steps "$PERF_STEPS"
-      --repeats "$PERF_REPEATS" --eval-images 2048 --fused-seeds 5 --ref-workers 4)
-echo "== 5/7 bench.speed.perf fp32 (limit ${PERF_LIMIT}s)"
-# shellcheck disable=SC2086
-timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" $PERF_ARGS \
-    2>&1 | tee "$OUT_DIR/perf_fp32.log"
-echo "perf fp32 exit: ${PIPESTATUS[0]}"
-pack
-
-echo "== 6/7 bench.speed.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
-# shellcheck disable=SC2086
-timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" --set bf16=true \
-    --set channels_last=true $PERF_ARGS 2>&1 | tee "$OUT_DIR/perf_bf16.log"
-echo "perf bf16 exit: ${PIPESTATUS[0]}"
-pack
-
-for det in off on; do
-    echo "== 7/7 deterministic=$det: gpuplan, kvasir resnet50 4 heads alone (limit ${DET_LIMIT}s)"
-    flag=false; [ "$det" = on ] && flag=true
+# Each step is a function; STEPS names which run and in what order (the
+# default puts what the issue's "done when" needs first: a run cut short by
+# the device's limit loses the least important steps).
+step_syncs() {
+    echo "== syncs: bench.speed.syncs (limit ${SYNC_LIMIT}s)"
     # shellcheck disable=SC2086
-    timeout -k 5 "$DET_LIMIT" "$PY" -m bench.speed.gpuplan --device "$DEVICE" --datasets kvasir \
-        --backbones resnet50 --heads 4 --strategies single --steps 15 --warmup 3 \
-        --eval-images 256 --budget-s $((DET_LIMIT - 10)) --set deterministic=$flag \
-        --no-progress --out "$OUT_DIR/det_$det.json" $DET_ARGS 2>&1 | tee "$OUT_DIR/det_$det.log"
-    echo "deterministic=$det exit: ${PIPESTATUS[0]}"
+    timeout -k 5 "$SYNC_LIMIT" "$PY" -m bench.speed.syncs --device "$DEVICE" --steps 3 $SYNC_ARGS \
+        2>&1 | tee "$OUT_DIR/syncs.log"
+    echo "syncs exit: ${PIPESTATUS[0]}"
+}
+
+step_gpuplan() {
+    echo "== gpuplan: bench.speed.gpuplan (budget ${GPLAN_BUDGET}s)"
+    # +45 s: imports and CUDA start-up come before gpuplan's clock, and a job checks
+    # the clock between steps (a first 224 px step with cuDNN's search can run long)
+    # shellcheck disable=SC2086
+    timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.speed.gpuplan --device "$DEVICE" \
+        --budget-s "$GPLAN_BUDGET" --out "$OUT_DIR/gpuplan.json" $GPLAN_ARGS \
+        2>&1 | tee "$OUT_DIR/gpuplan.log"
+    echo "gpuplan exit: ${PIPESTATUS[0]}"
+}
+
+step_sidebyside() {
+    echo "== sidebyside: bench.speed.sidebyside (limit ${SBS_LIMIT}s)"
+    # shellcheck disable=SC2086
+    timeout -k 5 "$SBS_LIMIT" "$PY" -m bench.speed.sidebyside --device "$DEVICE" --processes 1,2,3 \
+        --steps 30 --warmup 5 --timeout-s 40 --out "$OUT_DIR/sidebyside.json" $SBS_ARGS \
+        2>&1 | tee "$OUT_DIR/sidebyside.log"
+    echo "sidebyside exit: ${PIPESTATUS[0]}"
+}
+
+step_e2e() {
+    echo "== e2e: bench run, --fuse methods vs unfused (limit ${E2E_LIMIT}s)"
+    local E2E=(run --method sl1h,mixup,dca,2hml,4hml --dataset digits --backbone resnet18 --seeds 1
+               --profile quick --set cycles=1 --set epochs_per_cycle=2 --device "$DEVICE" --no-progress)
+    # shellcheck disable=SC2086
+    timeout -k 5 "$E2E_LIMIT" bash -c '"$0" -m bench.cli "${@:3}" --results "$1/e2e/fused" --fuse methods &&
+        "$0" -m bench.cli "${@:3}" --results "$1/e2e/single" &&
+        PYTHONPATH="$PWD" "$0" "$2/benchmarks/compare_records.py" "$1/e2e/single" "$1/e2e/fused"' \
+        "$PY" "$OUT_DIR" "$REPO" "${E2E[@]}" $E2E_ARGS 2>&1 | tee "$OUT_DIR/e2e.log"
+    echo "e2e exit: ${PIPESTATUS[0]}"
+    echo "== report: bench report over the fused records (limit ${REPORT_LIMIT}s)"
+    timeout -k 5 "$REPORT_LIMIT" "$PY" -m bench.cli report --results "$OUT_DIR/e2e/fused" \
+        --out "$OUT_DIR/e2e/report" --no-plots --no-progress 2>&1 | tee "$OUT_DIR/report.log"
+    echo "report exit: ${PIPESTATUS[0]}"
+    find "$OUT_DIR/e2e" -name predictions.npz -delete 2>/dev/null  # keep what comes back small
+}
+
+step_perf() {
+    local PERF=(--device "$DEVICE" --backbone resnet50 --heads 4 --size 28 --steps "$PERF_STEPS"
+                --repeats "$PERF_REPEATS" --eval-images 2048 --fused-seeds 5 --ref-workers 4)
+    echo "== perf: bench.speed.perf fp32 (limit ${PERF_LIMIT}s)"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" $PERF_ARGS \
+        2>&1 | tee "$OUT_DIR/perf_fp32.log"
+    echo "perf fp32 exit: ${PIPESTATUS[0]}"
+    pack
+    echo "== perf: bench.speed.perf bf16 + channels_last (limit ${PERF_LIMIT}s)"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$PERF_LIMIT" "$PY" -m bench.speed.perf "${PERF[@]}" --set bf16=true \
+        --set channels_last=true $PERF_ARGS 2>&1 | tee "$OUT_DIR/perf_bf16.log"
+    echo "perf bf16 exit: ${PIPESTATUS[0]}"
+}
+
+step_det() {
+    local det flag
+    for det in off on; do
+        echo "== det: deterministic=$det, gpuplan kvasir resnet50 4 heads alone (limit ${DET_LIMIT}s)"
+        flag=false; [ "$det" = on ] && flag=true
+        # shellcheck disable=SC2086
+        timeout -k 5 "$DET_LIMIT" "$PY" -m bench.speed.gpuplan --device "$DEVICE" --datasets kvasir \
+            --backbones resnet50 --heads 4 --strategies single --steps 15 --warmup 3 \
+            --eval-images 256 --budget-s $((DET_LIMIT - 10)) --set deterministic=$flag \
+            --no-progress --out "$OUT_DIR/det_$det.json" $DET_ARGS 2>&1 | tee "$OUT_DIR/det_$det.log"
+        echo "deterministic=$det exit: ${PIPESTATUS[0]}"
+        pack
+    done
+}
+
+step_extra() {  # EXTRA_CMD: one more command of a session's choosing (a rerun, --compile)
+    [ -n "${EXTRA_CMD:-}" ] || { echo "extra: EXTRA_CMD is empty"; return; }
+    echo "== extra: $EXTRA_CMD (limit ${EXTRA_LIMIT}s)"
+    PY="$PY" OUT_DIR="$OUT_DIR" DEVICE="$DEVICE" REPO="$REPO" timeout -k 5 "$EXTRA_LIMIT" bash -c "$EXTRA_CMD" 2>&1 | tee "$OUT_DIR/extra.log"
+    echo "extra exit: ${PIPESTATUS[0]}"
+}
+
+for step in $STEPS; do
+    if ! declare -F "step_$step" >/dev/null; then
+        echo "gpu_check.sh: unknown step '$step' in STEPS (allowed: $ALL_STEPS)"; continue
+    fi
+    "step_$step"
     pack
 done
 

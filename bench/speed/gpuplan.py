@@ -49,6 +49,7 @@ class Settings:
     backbones: tuple = PAPER_BACKBONES
     heads: tuple = (1, 2, 4)
     strategies: tuple = P.STRATEGIES
+    variants: tuple = ()  # () = every variant; else only these (P.VARIANTS' names)
     seeds: int = 5  # paper: 5 seeds; also the fused group sizes
     steps: int = 20  # timed steps per job
     warmup: int = 3  # untimed steps first (allocator, cuDNN, autotune)
@@ -80,6 +81,9 @@ def check(s: Settings) -> None:
     for st in s.strategies:
         if st not in P.STRATEGIES:
             raise choices_error("strategies", st, list(P.STRATEGIES))
+    for v in s.variants:
+        if v not in P.VARIANTS:
+            raise choices_error("variants", v, list(P.VARIANTS))
     check_device(s.device)
     for name in ("seeds", "steps", "eval_images"):
         if getattr(s, name) < 1:
@@ -123,6 +127,8 @@ def plan(s: Settings) -> list[Job]:
     order = [o for o in order if o[1] in s.strategies]
     if "single" in s.strategies:
         order += [(pair, "single", max(s.heads), "bf16_cl") for pair in pairs]
+    if s.variants:  # a session with little device time picks what it needs
+        order = [o for o in order if o[3] in s.variants]
 
     jobs, seen = [], set()
     for (ds, bb), st, h, v in order:
@@ -316,6 +322,8 @@ def parse_args(argv=None):
     p.add_argument("--backbones", type=_names, default=d.backbones)
     p.add_argument("--heads", type=_ints("--heads"), default=d.heads)
     p.add_argument("--strategies", type=_names, default=d.strategies)
+    p.add_argument("--variants", type=_names, default=d.variants,
+                   help=f"only these variants ({', '.join(P.VARIANTS)}; default all)")
     for k in ("seeds", "steps", "warmup", "eval_images", "budget_s", "image_size", "profile",
               "threads", "out"):
         p.add_argument("--" + k.replace("_", "-"), type=type(getattr(d, k)),

@@ -10,8 +10,8 @@ import tarfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-STEPS = ["syncs", "gpuplan", "sidebyside", "e2e", "report", "perf fp32", "perf bf16",
-         "deterministic=off", "deterministic=on"]
+STEPS = ["syncs", "gpuplan", "e2e", "report", "deterministic=off", "deterministic=on",
+         "sidebyside", "perf fp32", "perf bf16"]
 TINY = {  # docs/speed.md's CPU dry run, smaller still: ~1.5 min on 2 cores
     "DEVICE": "cpu", "GPLAN_BUDGET": "10", "PERF_STEPS": "2", "PERF_REPEATS": "1",
     "E2E_LIMIT": "240", "REPORT_LIMIT": "120", "PERF_LIMIT": "120", "DET_LIMIT": "120",
