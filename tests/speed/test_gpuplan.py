@@ -265,7 +265,8 @@ def test_cli_run_json_round_trip_and_headline(tmp_path, capsys, one_thread):
 
 @pytest.mark.parametrize("flag,value,valid", [("--datasets", "pathmnist,mnist", "kvasir"),
                                               ("--backbones", "resnet50,rn50", "swin_tiny"),
-                                              ("--strategies", "single,all", "methods")])
+                                              ("--strategies", "single,all", "methods"),
+                                              ("--variants", "bf16,tf32", "graphs")])
 def test_bad_names_are_one_line_errors(flag, value, valid, capsys):
     assert G.main(["--device", "cpu", flag, value, "--no-progress"]) == 2
     out = capsys.readouterr().out.strip()
@@ -306,3 +307,18 @@ def test_compile_times_the_headline_cell_compiled_and_graphed_right_after_the_he
     assert graphs.compile and graphs.compile_mode == "reduce-overhead" and graphs.bf16
     plain = [G.job_key(j) for j in G.plan(G.Settings(device="cpu"))]
     assert not any("compile" in k or "graphs" in k for k in plain)
+
+
+def test_variants_keep_only_the_named_variants_in_plan_order():
+    """A session with a few device-minutes asks for what it needs (on the H100:
+    the method groups in bf16, the headline with CUDA graphs)."""
+    jobs = G.plan(G.Settings(device="cpu", datasets=("pathmnist",), backbones=("resnet50",),
+                             strategies=("methods",), variants=("bf16",)))
+    assert [(j.members, j.heads, j.variant) for j in jobs] == [(25, 1, "bf16"), (10, 2, "bf16"),
+                                                               (5, 4, "bf16")]
+    jobs = G.plan(G.Settings(device="cpu", compile=True, heads=(4,), datasets=("pathmnist",),
+                             backbones=("resnet50",), strategies=("single", "seeds"),
+                             variants=("graphs", "bf16")))
+    assert [G.job_key(j) for j in jobs] == [f"pathmnist|resnet50|4h|{r}|{v}"
+                                            for v in ("bf16", "graphs")
+                                            for r in ("single|x1", "fused|x5")]
