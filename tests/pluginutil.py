@@ -1,6 +1,7 @@
 """Lay a plugin on sys.path as an installed distribution, without pip: the
 package plus NAME-VERSION.dist-info/ (METADATA, entry_points.txt), which
-importlib.metadata finds as pip would have left it; and undo it afterwards."""
+importlib.metadata finds as pip would have left it; and undo it afterwards.
+`lay_package`: a plugin package whose loss lives in a helper module."""
 from __future__ import annotations
 
 import shutil
@@ -74,3 +75,40 @@ def confpen_site(tmp_path, clean_plugins):
     site = lay_distribution(tmp_path / "site")
     sys.path.append(str(site))
     return site
+
+
+METHOD = '''
+"""A plugin method whose loss lives in a helper module."""
+from bench.plugins import Method, register_method
+
+from {helper} import penalised_ce
+
+
+class Penalised(Method):
+    def loss(self, logits, target):
+        return penalised_ce(logits[:, 0], target)
+
+
+@register_method("{name}", "CE plus a helper's penalty")
+def factory():
+    return Penalised("{name}")
+'''
+HELPER = '''
+"""The loss itself."""
+import torch.nn.functional as F
+
+
+def penalised_ce(z, y):
+    # the weight of the penalty
+    return F.cross_entropy(z, y) + 0.1 * z.pow(2).mean()
+'''
+
+
+def lay_package(folder, name: str):
+    """A plugin package `name` (method module + helper module) under `folder`."""
+    pkg = folder / name
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from . import method  # noqa: F401\n")
+    (pkg / "method.py").write_text(METHOD.format(helper=f"{name}.losses", name=name))
+    (pkg / "losses.py").write_text(HELPER)
+    return pkg

@@ -144,6 +144,11 @@ def run(args) -> int:
     opts = run_options(args)
     grid = plan(opts)
     specs, experiments, datasets = grid.specs, grid.experiments, grid.datasets
+    if not opts.json:  # a plugin edited since its records: say why its runs train again
+        from bench.sweep.codechange import code_changes
+
+        for line in code_changes(specs, experiments, opts.results):
+            print(line)
     if opts.dry_run:
         from bench.sweep.dryrun import dry_run_table, protocol_json, protocol_table, protocols
 

@@ -36,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     for module in SUBCOMMANDS:
         importlib.import_module(module).add_parser(sub)
     for command in sub.choices.values():
-        command.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                             help="import MODULE first (repeatable): it registers your own "
+        command.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH",
+                             help="import MODULE, a .py file or a package folder first "
+                                  "(repeatable): it registers your own "
                                   "methods, datasets or backbones (docs/methods.md); also "
                                   f"{plugins.ENV}=a,b and entry points in group {plugins.GROUP}")
     return parser

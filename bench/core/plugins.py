@@ -15,9 +15,11 @@ a grid can carry it to worker processes whose path or environment was fixed
 earlier (the fork server starts once per sweep process).
 
 `code_identity(*objects)` says where a registered factory comes from (built-in,
-or the plugin's distribution and version, or its module) and the sha256 of
-the source of the modules defining it: for plugin code that digest enters
-the config hash, so an edited plugin never reuses an old record.
+or the plugin's distribution and version, or its module) and a sha256 of its
+code: for a plugin, every source file of its package or distribution with
+comments and docstrings left out (bench.core.codeid). That digest enters the
+config hash, so an edited plugin never reuses an old record, and a comment
+never retrains one.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from bench.core import codeid
 from bench.core.errors import BenchError
 
 GROUP = "mhml_bench.plugins"
@@ -65,13 +68,41 @@ def load(modules=(), paths=()) -> list[str]:
         if path and path not in sys.path:
             sys.path.append(path)
     wanted = entry_point_modules()
-    wanted += [(m, {"route": ENV}) for m in env_modules()]
-    wanted += [(m, {"route": "--plugin"}) for m in modules]
+    wanted += [_named(m, ENV) for m in env_modules()]
+    wanted += [_named(m, "--plugin") for m in modules]
     done = []
     for module, origin in wanted:
         _import(module, origin)
         done.append(module)
     return done
+
+
+def _named(item: str, route: str) -> tuple[str, dict]:
+    """(module, origin) of a plugin named by module or by path: a .py file or
+    a package folder (anything ending in .py, holding a path separator or
+    naming an existing file), whose folder goes on sys.path. A path that is not one is a BenchError."""
+    looks_like_path = item.endswith(".py") or "/" in item or os.sep in item
+    if not (looks_like_path or os.path.exists(item)):
+        return item, {"route": route}
+    path = Path(item).expanduser()
+    allowed = "give a .py file, a package folder (with __init__.py) or a module name"
+    if not path.exists():
+        raise BenchError(f"{route} {item}: no such file or folder; {allowed}")
+    path = path.resolve()
+    if path.is_dir():
+        path = path / "__init__.py"
+        if not path.is_file():
+            raise BenchError(f"{route} {item}: a folder without __init__.py; {allowed}")
+    elif path.suffix != ".py":
+        raise BenchError(f"{route} {item}: not a .py file; {allowed}")
+    name = path.parent.name if path.name == "__init__.py" else path.stem
+    if not name.isidentifier():
+        raise BenchError(f"{route} {item}: '{name}' is not an importable module name "
+                         "(letters, digits and _); rename it")
+    folder = str(path.parent.parent if path.name == "__init__.py" else path.parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
+    return name, {"route": route, "file": str(path)}
 
 
 def _import(module: str, origin: dict) -> None:
@@ -80,6 +111,7 @@ def _import(module: str, origin: dict) -> None:
         return
     try:
         mod = _import_from_path_or_cwd(module, origin["route"])
+        _check_file(mod, origin.get("file"))
     except BenchError as err:
         raise BenchError(f"plugin '{module}' ({_route(origin)}): {err}") from None
     except Exception as err:  # noqa: BLE001 - any import failure is one line naming the plugin
@@ -87,6 +119,14 @@ def _import(module: str, origin: dict) -> None:
         raise BenchError(f"plugin '{module}' ({_route(origin)}) failed to import: "
                          f"{type(err).__name__}: {first}") from None
     _LOADED.setdefault(top, {**origin, "module": module, "path": _path_entry(mod, module)})
+
+
+def _check_file(mod, wanted: str | None) -> None:
+    """A plugin named by path must be that file, not a namesake found first."""
+    file = getattr(mod, "__file__", None)
+    if wanted and (not file or Path(file).resolve() != Path(wanted)):
+        raise BenchError(f"a module of that name is already importable from {file}, "
+                         f"not {wanted}; rename the file or folder")
 
 
 def _import_from_path_or_cwd(module: str, route: str):
@@ -143,7 +183,7 @@ def origin(obj) -> dict:
     """Where `obj` (a registered factory or class) comes from."""
     module = getattr(obj, "__module__", "") or ""
     module = "__main__" if module in MAIN_NAMES else module
-    if module == "bench" or module.startswith("bench."):
+    if _builtin(module):
         return {"origin": BUILTIN}
     plugin = _LOADED.get(module.split(".")[0])
     if plugin is None:  # registered by a script or notebook that imported it itself
@@ -165,9 +205,12 @@ def origin_text(obj) -> str:
 
 
 def code_identity(*objects) -> dict:
-    """Origin of the first object, the modules defining all of them and the
-    sha256 of those modules' source files, read now (an edit shows at once)."""
-    names, digest = [], hashlib.sha256()
+    """Origin of the first object, the modules defining all of them and a
+    sha256 of their code, read now (an edit shows at once). Built-in code: the
+    bytes of the defining modules (recorded, never hashed: the harness's
+    version and commit identify it). Plugin code: every source file of each
+    plugin involved, comments and docstrings left out (bench.core.codeid)."""
+    names, mods = [], []
     for obj in objects:
         mod = inspect.getmodule(obj)
         name = "__main__" if mod is not None and mod.__name__ in MAIN_NAMES else \
@@ -175,15 +218,25 @@ def code_identity(*objects) -> dict:
         if mod is None or name in names:
             continue
         names.append(name)
-        digest.update(_source(mod))
-    return {**origin(objects[0]), "modules": names, "sha256": digest.hexdigest()}
+        mods.append(mod)
+    ident = origin(objects[0])
+    if ident["origin"] == BUILTIN:
+        digest = hashlib.sha256()
+        for mod in mods:
+            digest.update(_source(mod))
+        return {**ident, "modules": names, "sha256": digest.hexdigest()}
+    # a plugin factory may build a built-in class (CrossEntropy): only the
+    # plugin's own files make its digest
+    files, sha = codeid.digest([m for m in mods if not _builtin(m.__name__)])
+    return {**ident, "modules": names, "files": files, "sha256": sha}
+
+
+def _builtin(module: str) -> bool:
+    return module == "bench" or module.startswith("bench.")
 
 
 def _source(mod) -> bytes:
     file = getattr(mod, "__file__", None)
     if file and os.path.exists(file):
         return Path(file).read_bytes()
-    try:  # defined in a notebook cell or `python -c`: what inspect can see
-        return inspect.getsource(mod).encode()
-    except (OSError, TypeError):
-        return mod.__name__.encode()
+    return mod.__name__.encode()

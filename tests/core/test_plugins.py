@@ -141,13 +141,35 @@ def test_editing_a_plugin_changes_its_digest_and_the_config_hash(confpen_site, t
 
     before = exp()
     ident = before.code_dict()["method"]
+    files = ["mhml_confpen/__init__.py", "mhml_confpen/backbone.py", "mhml_confpen/data.py",
+             "mhml_confpen/method.py"]
     assert ident == {"origin": "plugin", "distribution": "mhml-confpen", "version": "0.1.0",
                      "module": "mhml_confpen", "modules": ["mhml_confpen.method"],
-                     "sha256": sha256(method_file)}
+                     "files": files, "sha256": package_digest(confpen_site, files)}
     assert before.payload()["plugin_code"] == {
-        "method": {"modules": ["mhml_confpen.method"], "sha256": sha256(method_file)}}
+        "method": {"modules": ["mhml_confpen.method"], "sha256": ident["sha256"]}}
     method_file.write_text(method_file.read_text().replace("- self.params.beta",
                                                            "+ self.params.beta"))
     after = exp()
-    assert after.code_dict()["method"]["sha256"] == sha256(method_file) != ident["sha256"]
+    assert after.code_dict()["method"]["sha256"] == package_digest(confpen_site, files) \
+        != ident["sha256"]
     assert after.chash != before.chash
+
+
+def package_digest(site, files) -> str:
+    """bench.core.codeid's digest, spelled out: each file's name and its
+    normalised source (ast.unparse without docstrings), in name order."""
+    import ast
+
+    h = hashlib.sha256()
+    for name in files:
+        tree = ast.parse((site / name).read_bytes())
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                    and body and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+        h.update(name.encode() + b"\0" + ast.unparse(tree).encode() + b"\0")
+    return h.hexdigest()
