@@ -79,14 +79,24 @@ def confpen_site(tmp_path, clean_plugins):
 
 METHOD = '''
 """A plugin method whose loss lives in a helper module."""
-from bench.plugins import Method, register_method
+from dataclasses import dataclass
+
+from bench.plugins import Method, ge, register_method, setting
 
 from {helper} import penalised_ce
 
 
+@dataclass(frozen=True)
+class Params:
+    weight: float = setting(1.0, "{name}: weight of the helper's penalty", range=ge(0))
+
+
 class Penalised(Method):
+    Params = Params
+    display_name = "Penalised"
+
     def loss(self, logits, target):
-        return penalised_ce(logits[:, 0], target)
+        return penalised_ce(logits[:, 0], target, self.params.weight)
 
 
 @register_method("{name}", "CE plus a helper's penalty")
@@ -98,9 +108,9 @@ HELPER = '''
 import torch.nn.functional as F
 
 
-def penalised_ce(z, y):
+def penalised_ce(z, y, weight):
     # the weight of the penalty
-    return F.cross_entropy(z, y) + 0.1 * z.pow(2).mean()
+    return F.cross_entropy(z, y) + weight * 0.1 * z.pow(2).mean()
 '''
 
 

@@ -1,14 +1,17 @@
 """What `bench run --dry-run` shows per run: its state on disk (done, damaged,
 running, failed, missing, or no weights) and the protocol it would train under
 (sizes, backbone library and weights, drop path, loss, class groups, steps,
-optimiser, batch, cycles x epochs, augmentation), as
-two tables or one JSON object per run."""
+optimiser, batch, cycles x epochs, augmentation, every method hyper-parameter
+as resolved, and each plugin part's code digest), as two tables or one JSON
+object per run."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from tabulate import tabulate
 
+from bench.core.plugins import BUILTIN
 from bench.core.schedule import steps_per_epoch
 from bench.core.seeds import format_seeds
 from bench.sweep.grid import bundle_for, run_status
@@ -79,6 +82,9 @@ def run_protocol(spec, exp) -> dict:
         "pretrained": exp.weights is not None,
         "drop_path": drop_path_rate(spec.backbone, cfg.backbone_impl, cfg.drop_path),
         "loss": params.get("mh_loss", method.name), "heads": method.heads,
+        # every hyper-parameter as it will train: defaults, profile presets, --set
+        "method_params": dataclasses.asdict(method.params),
+        "code": plugin_code(exp),
         "class_groups": groups, "drop_last": cfg.drop_last,
         "steps_per_epoch": steps_per_epoch(len(bundle.train), cfg.batch_size, cfg.drop_last),
         "checkpoint_score": cfg.checkpoint_score,
@@ -88,6 +94,23 @@ def run_protocol(spec, exp) -> dict:
         "epochs_per_cycle": cfg.epochs_per_cycle, "epochs": cfg.epochs,
         "augment": cfg.augment, "augment_mode": cfg.augment_mode if cfg.augment else None,
     }
+
+
+def plugin_code(exp) -> dict:
+    """role -> identity (origin, files, sha256) of each plugin part of a run:
+    the digest its config hash carries (built-in parts: none)."""
+    return {role: ident for role, ident in exp.code_dict().items()
+            if ident.get("origin") != BUILTIN}
+
+
+def params_text(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items()) or "-"
+
+
+def code_text(code: dict) -> str:
+    """'method 3b20ea79' per plugin part (the digest's first 8 hex digits)."""
+    return " ".join(f"{role} {ident['sha256'][:8]}" for role, ident in code.items()) \
+        or "built-in"
 
 
 def protocols(specs, experiments) -> list[dict]:
@@ -118,7 +141,7 @@ def protocol_table(rows: list[dict], max_rows: int = ROWS) -> str:
         key = (r["dataset"], r["backbone"], r["method"], size(r["sizes"]), r["backbone_impl"],
                r["weights"], r["drop_path"], r["loss"],
                " ".join(map(str, r["class_groups"] or [])) or "-", r["steps_per_epoch"],
-               *training(r))
+               *training(r), params_text(r["method_params"]), code_text(r["code"]))
         merged.setdefault(key, []).append(r["seed"])
     table = [[*k[:3], format_seeds(seeds), *k[3:]] for k, seeds in merged.items()]
     more = (f"\n... {len(table) - max_rows} more rows not listed"
@@ -127,5 +150,6 @@ def protocol_table(rows: list[dict], max_rows: int = ROWS) -> str:
         table[:max_rows], headers=["dataset", "backbone", "method", "seeds",
                                    "px train/val/test", "impl", "weights", "drop path",
                                    "loss", "class groups", "steps/epoch", "SGD lr/mom/wd",
-                                   "batch", "cycles x epochs", "augment"],
+                                   "batch", "cycles x epochs", "augment", "method params",
+                                   "code"],
         tablefmt="github") + more
