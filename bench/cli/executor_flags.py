@@ -9,9 +9,12 @@ DEFAULT = ExecutorOptions()
 
 
 def add_executor_options(p) -> None:
-    p.add_argument("--executor", default=DEFAULT.executor, help="local | slurm")
+    p.add_argument("--executor", default=DEFAULT.executor,
+                   help="local (a process per run) | inline (this process, one run after "
+                        "another: breakpoint() and debuggers work) | slurm")
     p.add_argument("--jobs", type=int, default=DEFAULT.jobs,
-                   help="parallel runs: on CPU (default 1); with GPUs, a cap on the GPU slots")
+                   help="parallel runs: on CPU (default 1); with GPUs, a cap on the GPU slots; "
+                        "0 = --executor inline")
     p.add_argument("--jobs-per-gpu", type=int, default=DEFAULT.jobs_per_gpu,
                    help="runs sharing one GPU (local)")
     p.add_argument("--fuse", default=DEFAULT.fuse, metavar="{seeds,methods}",

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 class ExecutorOptions:
     """Where and how many runs execute at once; the local pool and SLURM arrays."""
 
-    executor: str = "local"  # local | slurm (bench.sweep.executors.EXECUTORS)
+    executor: str = "local"  # local | inline | slurm (bench.sweep.executors.EXECUTORS)
     device: str | None = None  # --device: picks the GPUs the local pool uses
     # local
-    jobs: int | None = None  # parallel runs (CPU: default 1); with GPUs a cap on the slots
+    # parallel runs (CPU: default 1); with GPUs a cap on the slots; 0: inline
+    jobs: int | None = None
     jobs_per_gpu: int = 1
     fuse: str | None = None  # seeds | methods (bench.train.groups.FUSE_MODES)
     fuse_max: int | None = None

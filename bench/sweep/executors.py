@@ -28,6 +28,7 @@ from bench.train.groups import FUSE_MODES, fuse_groups
 from bench.core.registry import Registry
 
 EXECUTORS = Registry("executor")
+LOCAL, INLINE = "local", "inline"
 
 
 def check_options(opts) -> None:
@@ -35,7 +36,8 @@ def check_options(opts) -> None:
     or any object with its fields, such as RunOptions)."""
     opts = ExecutorOptions.of(opts)
     EXECUTORS.get(opts.executor)
-    for name in ("jobs", "jobs_per_gpu", "time", "array_parallelism", "cpus_per_job"):
+    _check_jobs(opts)
+    for name in ("jobs_per_gpu", "time", "array_parallelism", "cpus_per_job"):
         value = getattr(opts, name)
         if value is not None and value < 1:
             raise BenchError(f"--{name.replace('_', '-')} {value}: must be at least 1")
@@ -47,13 +49,32 @@ def check_options(opts) -> None:
         resources(opts)  # GPUs and CPUs against the partition, before anything is written
 
 
+def _check_jobs(opts: ExecutorOptions) -> None:
+    """--jobs N runs N at once; 0 means this process (the inline executor)."""
+    if opts.jobs is None:
+        return
+    if opts.jobs < 0:
+        raise BenchError(f"--jobs {opts.jobs}: must be at least 1, or 0 (one run after "
+                         "another in this process, as --executor inline)")
+    if opts.jobs == 0 and opts.executor not in (LOCAL, INLINE):
+        raise BenchError(f"--jobs 0 runs in this process; it does not combine with "
+                         f"--executor {opts.executor} (drop one of them)")
+
+
+def executor_name(opts) -> str:
+    """The executor that runs `opts`: --jobs 0 is the inline one."""
+    opts = ExecutorOptions.of(opts)
+    return INLINE if opts.jobs == 0 else opts.executor
+
+
 def _check_fuse(opts: ExecutorOptions) -> None:
     mode, cap = opts.fuse, opts.fuse_max
     if mode is not None:
         FUSE_MODES.get(mode)  # one line listing the allowed values
-        if opts.executor != "local":
+        if opts.executor not in (LOCAL, INLINE):
             raise BenchError(f"--fuse {mode} with --executor {opts.executor}: fusing runs on "
-                             "the local executor only; drop --fuse or use --executor local")
+                             "the local executor only (or inline); drop --fuse or use --executor "
+                             "local")
     if cap is not None:
         if cap < 1:
             raise BenchError(f"--fuse-max {cap}: must be at least 1")
@@ -86,7 +107,29 @@ def local_slots(gpus: list[str], jobs: int | None, jobs_per_gpu: int) -> list[st
     return slots[:jobs] if jobs else slots
 
 
-@EXECUTORS.register("local", "joblib pool on this machine, one process per run, pinned per GPU")
+@EXECUTORS.register(INLINE, "this process, one run (or fused group) after another, so "
+                    "breakpoint() and a debugger reach a plugin's code; also --jobs 0")
+def run_inline(specs, opts: ExecutorOptions, on_outcome) -> None:
+    """The pool's work without its processes: the same worker code, so the same
+    records and hashes, and the same torch thread count as the pool's one slot
+    (CPU sums depend on it). No output is redirected: a debugger has the terminal."""
+    import torch
+
+    from bench.sweep.worker import execute, execute_group
+
+    fuse = opts.fuse
+    units = fuse_groups(specs, fuse, opts.fuse_max) if fuse else [[s] for s in specs]
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))  # as run_local's one slot
+    try:
+        for unit in units:
+            for outcome in execute_group(unit) if fuse else [execute(unit[0])]:
+                on_outcome(outcome)
+    finally:
+        torch.set_num_threads(before)
+
+
+@EXECUTORS.register(LOCAL, "joblib pool on this machine, one process per run, pinned per GPU")
 def run_local(specs, opts: ExecutorOptions, on_outcome) -> None:
     from joblib import Parallel, delayed
 

@@ -9,7 +9,7 @@ from tqdm import tqdm
 from bench.core import store
 from bench.core.outcomes import FINAL, Outcome
 from bench.sweep.executor_options import ExecutorOptions
-from bench.sweep.executors import EXECUTORS
+from bench.sweep.executors import EXECUTORS, executor_name
 
 
 def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
@@ -42,7 +42,7 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
                       f"(last step {outcome.get('last_step')}; log {outcome.get('log')})")
 
     try:
-        EXECUTORS.get(opts.executor)(todo, ExecutorOptions.of(opts), on_outcome)
+        EXECUTORS.get(executor_name(opts))(todo, ExecutorOptions.of(opts), on_outcome)
     finally:
         bar.close()
     return outcomes
