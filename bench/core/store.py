@@ -166,9 +166,11 @@ def side_file(record, suffix: str) -> Path:
 
 def state_path(record, group: str | None = None) -> Path:
     """Where an unfinished run saves its state at each cycle end (bench.train.resume):
-    `<config-hash>/_sweep/seed<k>.state.pt` beside the record; a fused group's state
-    is named after its first member plus a digest of the whole group (`group`)."""
-    return side_file(record, f"group-{group}.state.pt" if group else "state.pt")
+    `<config-hash>/_sweep/seed<k>.state.safetensors` beside the record (data only,
+    bench.core.statefile); a fused group's state is named after its first member
+    plus a digest of the whole group (`group`)."""
+    return side_file(record, f"group-{group}.state.safetensors" if group
+                     else "state.safetensors")
 
 
 def iter_side_records(root, kinds) -> list[RecordKey]:

@@ -205,12 +205,22 @@ def run_status(spec: RunSpec) -> tuple[str, str]:
     holder = runstate.live_holder(spec.record)
     if holder:
         return "running", holder
-    # a killed run's state file (bench.train.resume): the rerun goes on from it
-    saved = "resumes from its state saved at a cycle end" \
-        if store.state_path(spec.record).exists() else ""
+    saved = _resume_note(store.state_path(spec.record))
     failure = runstate.read_failure(spec.record)
     if failure:
         return "failed", "; ".join(filter(None, [
             f"{failure.get('reason', '?')} (last step {failure.get('last_step')})", saved]))
     return "missing", saved
 
+
+def _resume_note(state) -> str:
+    """What a rerun does with a killed run's state file (bench.train.resume),
+    judged from its header and size alone (a dry run reads no tensors)."""
+    from bench.core.statefile import damage
+
+    if not state.exists():
+        return ""
+    why = damage(state)
+    if why:
+        return f"its resume state is damaged ({why}): a real run sets it aside, trains from step 0"
+    return "resumes from its state saved at a cycle end"

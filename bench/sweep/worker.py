@@ -134,14 +134,14 @@ def _prepare(spec: RunSpec):
 
 def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
     from bench.train.experiment import run_seed
+    from bench.train.resume import say_to
 
     method, exp, bundle, device, total = _prepare(spec)
     log(f"device {device}, {total} steps, batch size {exp.train.batch_size}")
-    if store.state_path(spec.record).exists():
-        log("resuming from the state saved at its last cycle end")
     beat = ctx["counter"] = Heartbeat([spec.record], total, [log])
-    _, path = run_seed(exp, bundle, method, spec.seed, spec.results, device=device,
-                       force=True, progress=False, on_step=beat)
+    with say_to(log):  # "resuming ..." only once a saved state has loaded, or why not
+        _, path = run_seed(exp, bundle, method, spec.seed, spec.results, device=device,
+                           force=True, progress=False, on_step=beat)
     test = store.read_json(path / "metrics.json")["test"]
     return f"test acc {test['acc']:.4f} ece {test['ece']:.4f} nll {test['nll']:.4f}"
 
@@ -210,6 +210,7 @@ def _claim(specs: list[RunSpec], t0: float) -> tuple[dict[str, Outcome], list[Ru
 
 def _train_group(specs: list[RunSpec], logs: list, ctx: dict) -> str:
     from bench.train.groups import member_name, run_members
+    from bench.train.resume import say_to
 
     # Each member's own method, experiment and hash check. Members share the
     # data inputs (fusegroups keys), so grid.bundle_for's cache loads it once;
@@ -222,8 +223,9 @@ def _train_group(specs: list[RunSpec], logs: list, ctx: dict) -> str:
         log(f"start {spec.label} pid {os.getpid()} fused with [{names}], device {device}, "
             f"{total} steps, batch size {exp.train.batch_size}")
     beat = ctx["counter"] = Heartbeat([spec.record for spec in specs], total, logs)
-    done = run_members(members, bundle, specs[0].results, device=device, force=True,
-                       progress=False, on_step=beat)
+    with say_to(lambda text: [log(text) for log in logs]):
+        done = run_members(members, bundle, specs[0].results, device=device, force=True,
+                           progress=False, on_step=beat)
     tests = [store.read_json(path / "metrics.json")["test"] for _, path in done]
     return "test acc " + " ".join(f"{t['acc']:.4f}" for t in tests)
 

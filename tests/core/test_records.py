@@ -279,7 +279,7 @@ def test_record_key_path_parse_and_label_agree(tmp_path):
     assert key.run_id == "abc123/seed12"
     assert store.RecordKey.root_of(path) == tmp_path
     assert store.side_file(path, "lock") == path.parent / "_sweep" / "seed12.lock"
-    assert store.state_path(path, "d1") == path.parent / "_sweep" / "seed12.group-d1.state.pt"
+    assert store.state_path(path, "d1") == path.parent / "_sweep" / "seed12.group-d1.state.safetensors"
 
 
 @pytest.mark.parametrize("bad", ["toy/r/m/h/seed1.damaged-20250101T000000Z", "toy/r/m/h",

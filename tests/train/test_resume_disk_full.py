@@ -14,13 +14,14 @@ from diskutil import full_disk_open
 
 
 def test_point6_full_disk_while_saving_state_is_disk_full(tmp_path, monkeypatch):
-    state = CycleState(tmp_path / "seed0.state.pt", "key")
-    state.save({"loop": {"cycle": 1}, "w": torch.zeros(10)})  # the previous cycle's state
+    state = CycleState(tmp_path / "seed0.state.safetensors", "key")
+    parts = {"stepper": {}, "rng": {}, "history": {}}  # what a resumed run reads, here empty
+    state.save({"loop": {"cycle": 1, "step": 4}, "w": torch.zeros(10), **parts})  # the previous cycle's
     monkeypatch.setattr(files, "open", full_disk_open(5000), raising=False)  # write_atomic's open
     with pytest.raises(OSError) as caught:
-        state.save({"loop": {"cycle": 2}, "w": torch.zeros(100_000)})
+        state.save({"loop": {"cycle": 2, "step": 8}, "w": torch.zeros(100_000), **parts})
     assert is_disk_full(caught.value)
     assert disk_full_message(caught.value).startswith("disk full")
     monkeypatch.undo()
-    assert [p.name for p in tmp_path.iterdir()] == ["seed0.state.pt"]  # no temporary left
+    assert [p.name for p in tmp_path.iterdir()] == ["seed0.state.safetensors"]  # no temporary left
     assert state.load()["loop"]["cycle"] == 1
