@@ -1,6 +1,6 @@
 """A/B of the fused group's global pooling: AdaptiveAvgPool2d(1) as the
-backbones build it against bench.train.backbones.MeanPool2d (what FusedModel
-uses for the models in backbones.POOL_AS_MEAN), for the backbones whose pooled input is permuted (ConvNeXt-T, Swin-T)
+backbones build it against bench.train.nets.MeanPool2d (what FusedModel
+uses for the models in nets.POOL_AS_MEAN), for the backbones whose pooled input is permuted (ConvNeXt-T, Swin-T)
 and ResNet50 as a control. Two things per backbone and size:
 
 - identity: the fused forward of the same stacked weights and input, both
@@ -20,7 +20,7 @@ import warnings
 
 import torch
 
-import bench.train.backbones as backbones
+import bench.train.nets as nets
 import bench.train.fused as fused
 from bench.core.config import PROFILES, apply_overrides, parse_set
 from bench.speed.steptime import Job, measure, synthetic
@@ -34,28 +34,28 @@ def _same_logits(backbone: str, size: int, members: int, device) -> float:
     x = (x.float() / 255).view(members, 8, 3, size, size)
     outs = []
     for swap in (True, False):
-        backbones.POOL_AS_MEAN = _ALL if swap else ()
+        nets.POOL_AS_MEAN = _ALL if swap else ()
         fm = fused.FusedModel([copy.deepcopy(m) for m in models], device)
         fm.train(False)
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             outs.append(fm(x))
-    backbones.POOL_AS_MEAN = _KEPT
+    nets.POOL_AS_MEAN = _KEPT
     return float((outs[0] - outs[1]).abs().max())
 
 
 def _step_ms(backbone: str, size: int, members: int, device, swap: bool, steps: int) -> float:
-    backbones.POOL_AS_MEAN = _ALL if swap else ()
+    nets.POOL_AS_MEAN = _ALL if swap else ()
     cfg = apply_overrides(PROFILES["paper"], parse_set(["bf16=true"]))
     job = Job("pathmnist", backbone, size, 9, 4, "fused", ("4hml",) * members, "bf16", cfg)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = measure(job, device, steps, 3, 64, time.perf_counter() + 120, flops=False)
-    backbones.POOL_AS_MEAN = _KEPT
+    nets.POOL_AS_MEAN = _KEPT
     return m["ms_step"]
 
 
-_KEPT = backbones.POOL_AS_MEAN
+_KEPT = nets.POOL_AS_MEAN
 _ALL = ("ConvNeXt", "SwinTransformer", "ResNet")  # torchvision's model classes
 
 

@@ -17,8 +17,6 @@ says what each does to calibration on this data.
 from __future__ import annotations
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from bench.core.errors import BenchError
 
@@ -69,6 +67,9 @@ def flip_labels(labels: np.ndarray, rate: float, num_classes: int, seed: int) ->
 
 
 def _to_rgb_uint8(images8: np.ndarray, size: int) -> np.ndarray:
+    import torch
+    import torch.nn.functional as F
+
     x = torch.from_numpy(images8.astype(np.float32) / 16.0).unsqueeze(1)  # [N,1,8,8]
     x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
     x = (x.clamp(0, 1) * 255).round().to(torch.uint8)

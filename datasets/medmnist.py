@@ -14,8 +14,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from bench.core.errors import BenchError
 
@@ -131,6 +129,9 @@ def to_rgb(images: np.ndarray, path: Path, split: str) -> np.ndarray:
 def resize(images: np.ndarray, size: int) -> np.ndarray:
     if images.shape[1] == size and images.shape[2] == size:
         return images
+    import torch  # lazy: listing or checking a dataset needs no torch
+    import torch.nn.functional as F
+
     out = np.empty((len(images), size, size, 3), dtype=np.uint8)
     for i in range(0, len(images), 4096):  # chunks bound the float32 copy
         x = torch.from_numpy(images[i:i + 4096]).permute(0, 3, 1, 2).float()

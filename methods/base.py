@@ -8,14 +8,15 @@ have no say in evaluation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from bench.core.config import apply_overrides
 from bench.core.paper import METHOD_NAMES
 from bench.core.settings import hashed, validate
 from bench.core.registry import Registry
+
+if TYPE_CHECKING:  # annotations only: registering a method needs no torch
+    import torch
 
 METHODS = Registry("method")
 

@@ -5,8 +5,6 @@ Accuracy is piecewise constant, so the gradient flows through the confidences.
 """
 from dataclasses import dataclass
 
-import torch.nn.functional as F
-
 from bench.core.settings import ge, setting
 
 from .base import METHODS, Method
@@ -20,6 +18,8 @@ class DCAParams:
 
 def dca_penalty(z, y):
     """|mean confidence - batch accuracy| on [B, K] logits."""
+    import torch.nn.functional as F
+
     conf, pred = F.softmax(z, dim=1).max(dim=1)
     return (conf.mean() - pred.eq(y).float().mean()).abs()
 
@@ -29,6 +29,8 @@ class DCA(Method):
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def loss(self, logits, target):
+        import torch.nn.functional as F
+
         z = logits[:, 0]
         return F.cross_entropy(z, target) + self.params.beta * dca_penalty(z, target)
 

@@ -6,9 +6,6 @@ FL = mean_n -(1 - p_y)^gamma log p_y. FLSD-53 picks gamma per sample:
 """
 from dataclasses import dataclass
 
-import torch
-import torch.nn.functional as F
-
 from bench.core.settings import Range, ge, setting
 
 from .base import METHODS, Method
@@ -32,6 +29,8 @@ class AdaptiveFocalParams:
 
 def focal_loss(z, y, gamma):
     """mean_n -(1 - p_y)^gamma log p_y; gamma a float or a [B] tensor."""
+    import torch.nn.functional as F
+
     logp = F.log_softmax(z, dim=1).gather(1, y[:, None]).squeeze(1)
     return (-(1 - logp.exp()).pow(gamma) * logp).mean()
 
@@ -49,6 +48,9 @@ class AdaptiveFocal(Method):
     Params = AdaptiveFocalParams
 
     def gammas(self, z, y):
+        import torch
+        import torch.nn.functional as F
+
         with torch.no_grad():
             p_y = F.softmax(z, dim=1).gather(1, y[:, None]).squeeze(1)
         p = self.params

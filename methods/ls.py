@@ -5,8 +5,6 @@ i.e. PyTorch's `label_smoothing` argument.
 """
 from dataclasses import dataclass
 
-import torch.nn.functional as F
-
 from bench.core.settings import Range, setting
 
 from .base import METHODS, Method
@@ -23,6 +21,8 @@ class LabelSmoothing(Method):
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def loss(self, logits, target):
+        import torch.nn.functional as F
+
         return F.cross_entropy(logits[:, 0], target, label_smoothing=self.params.epsilon)
 
 

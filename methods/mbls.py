@@ -5,8 +5,6 @@ the mean taken over every (sample, class) entry, as the authors' LogitMarginL1.
 """
 from dataclasses import dataclass
 
-import torch.nn.functional as F
-
 from bench.core.settings import ge, setting
 
 from .base import METHODS, Method
@@ -21,6 +19,8 @@ class MbLSParams:
 
 def margin_penalty(z, margin: float):
     """mean relu(max_j z_j - z_k - margin) over samples and classes ([B, K] logits)."""
+    import torch.nn.functional as F
+
     gap = z.max(dim=1, keepdim=True).values - z
     return F.relu(gap - margin).mean()
 
@@ -30,6 +30,8 @@ class MarginLabelSmoothing(Method):
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def loss(self, logits, target):
+        import torch.nn.functional as F
+
         z = logits[:, 0]
         return F.cross_entropy(z, target) + self.params.alpha * margin_penalty(z, self.params.margin)
 

@@ -20,15 +20,18 @@ import random
 import re
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from bench.core.errors import BenchError
 from bench.core.settings import ge, setting
 from bench.core.transfer import h2d
 
 from .base import METHODS, Method
+
+if TYPE_CHECKING:  # the losses import torch when they run
+    import torch
 
 # `3hml`, `8hml`, `3hsl`: a fixed number of heads in the name.
 PATTERN = re.compile(r"(\d+)h(ml|sl)")
@@ -71,6 +74,9 @@ def class_weights(num_classes: int, heads: int, seed: int, multi_loss: bool = Tr
 # ------------------------------------------------------------------- losses --
 def mean_prob_ce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """mean_n -log p^mu_{y_n} with p^mu the mean of head softmaxes ([B, M, K] logits)."""
+    import torch
+    import torch.nn.functional as F
+
     logp = F.log_softmax(logits, dim=-1)
     log_mu = torch.logsumexp(logp, dim=1) - math.log(logits.shape[1])  # stable log-mean-exp
     return F.nll_loss(log_mu, y)
@@ -78,6 +84,8 @@ def mean_prob_ce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def weighted_head_ce(z: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """Paper's wCE of one head: mean_n -w_{y_n} log p_{y_n} ([B, K] logits, [K] weights)."""
+    import torch.nn.functional as F
+
     logp_y = F.log_softmax(z, dim=-1).gather(1, y[:, None]).squeeze(1)
     return -(w[y] * logp_y).mean()
 
@@ -90,6 +98,8 @@ def paper_loss(logits, y, weights):
 
 def released_loss(logits, y, weights):
     """Released code: CE on the mean of logits, PyTorch weighted-mean CE per head, / (M+1)."""
+    import torch.nn.functional as F
+
     m_heads = logits.shape[1]
     heads = sum(F.cross_entropy(logits[:, m], y, weight=weights[m]) for m in range(m_heads))
     return (F.cross_entropy(logits.mean(dim=1), y) + heads) / (m_heads + 1)
@@ -139,6 +149,8 @@ class MultiHead(Method):
                              f"{num_classes} heads")
 
     def setup(self, num_classes: int, seed: int) -> None:
+        import torch
+
         self.check(num_classes)
         self.weights = torch.as_tensor(
             class_weights(num_classes, self.heads, seed, self.multi_loss, self.params.class_groups),

@@ -4,16 +4,20 @@ lam ~ Beta(alpha, alpha), x' = lam x + (1 - lam) x[perm]; the loss is the
 convex mix of the two CE terms: lam CE(z, y) + (1 - lam) CE(z, y[perm]).
 alpha = 0 means no mixing (lam = 1), as in the released code.
 """
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from bench.core.settings import ge, setting
 from bench.core.transfer import h2d
 
 from .base import METHODS, Method
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,8 @@ def draw_lambda(alpha: float, gen: torch.Generator) -> float:
     """One Beta(alpha, alpha) draw, reproducible from the trainer's generator."""
     if alpha == 0:
         return 1.0
+    import torch
+
     # numpy has the Beta sampler; seed it from the torch generator so the
     # whole run stays a function of the run seed.
     seed = int(torch.randint(0, 2**62, (1,), generator=gen))
@@ -37,11 +43,15 @@ class Mixup(Method):
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def batch(self, x, y, gen):
+        import torch
+
         lam = draw_lambda(self.params.alpha, gen)
         perm = h2d(torch.randperm(len(y), generator=gen), y.device)
         return lam * x + (1 - lam) * x[perm], (y, y[perm], lam)
 
     def loss(self, logits, target):
+        import torch.nn.functional as F
+
         y_a, y_b, lam = target
         z = logits[:, 0]
         return lam * F.cross_entropy(z, y_a) + (1 - lam) * F.cross_entropy(z, y_b)

@@ -14,8 +14,6 @@ from bench.cli.data import add_data_options
 from bench.cli.executor_flags import add_executor_options
 from bench.cli.typed import options_from
 from bench.sweep.options import RunOptions
-from bench.sweep.plan import execute, plan
-from bench.report.summary import summary_table
 
 
 def add_parser(sub) -> None:
@@ -139,6 +137,10 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def run(args) -> int:
+    # here, not at the top: `bench list` and `bench --help` load neither torch
+    # nor the report package (tests/cli/test_startup.py)
+    from bench.report.summary import summary_table
+    from bench.sweep.plan import execute, plan
     from bench.sweep.run import exit_code, summary_text
 
     opts = run_options(args)

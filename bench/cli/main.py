@@ -1,7 +1,7 @@
 """`bench` command line.
 
 Each subcommand lives in its own module exposing `add_parser(sub)` (which
-sets `func` on its parser) — adding a command is one line in SUBCOMMANDS.
+sets `func` on its parser) — adding a command is one line in COMMANDS.
 """
 from __future__ import annotations
 
@@ -13,12 +13,22 @@ import sys
 from bench.core import plugins
 from bench.core.errors import BenchError, disk_full_message, is_disk_full, missing_package_message
 
-SUBCOMMANDS = (
-    "bench.cli.commands",  # list, run
-    "bench.cli.data",  # data check
-    "bench.cli.report",  # report
-    "bench.cli.check",  # check (run records)
-)
+# command -> (its module, its line in `bench --help`). Only the module of the
+# command being run is imported and builds its options; the others are listed
+# by name, so `bench --help` and `bench list` never load torch or the report
+# package (benchmarks/startup.py; tests/cli/test_startup.py keeps these lines
+# equal to the help each module gives its command).
+COMMANDS = {
+    "list": ("bench.cli.commands", "list registered methods, datasets, backbones, profiles, "
+             "derived rows; --keys: every --set key"),
+    "run": ("bench.cli.commands", "train a grid of methods x datasets x backbones x seeds"),
+    "data": ("bench.cli.data", "inspect datasets"),
+    "report": ("bench.cli.report", "tables (LaTeX/Markdown/CSV), reliability diagrams, "
+               "significance tests from run records"),
+    "check": ("bench.cli.check", "verify every run record under --results; name the damaged "
+              "ones"),
+}
+SUBCOMMANDS = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -29,12 +39,18 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """Every command with its options; given `argv`, only the command it names
+    gets them (the rest are listed by name and help: nothing else loads)."""
     parser = OneLineParser(
         prog="bench", description="Reproduce and extend Multi-Head Multi-Loss Model Calibration.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in SUBCOMMANDS:
+    wanted = SUBCOMMANDS if argv is None else [COMMANDS[c][0] for c in _command(argv)]
+    for module in wanted:
         importlib.import_module(module).add_parser(sub)
+    for name, (_, text) in COMMANDS.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=text)
     for command in sub.choices.values():
         command.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH",
                              help="import MODULE, a .py file or a package folder first "
@@ -44,8 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command(argv: list[str]) -> list[str]:
+    """[the command `argv` names] (its first word), or [] (none: `bench --help`)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return [first] if first in COMMANDS else []
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     if hasattr(args, "no_progress") and not sys.stderr.isatty():
         # no terminal (a log file, a pipe): bars would be \r-overwritten lines
         # running into the tables printed on stdout

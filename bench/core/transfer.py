@@ -12,11 +12,16 @@ On the CPU this is a plain `.to`.
 """
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importers (the methods) load without torch
+    import torch
 
 
 def h2d(t: torch.Tensor, device) -> torch.Tensor:
     """`t.to(device)` without a host-device synchronisation on CUDA."""
+    import torch
+
     device = torch.device(device)
     if device.type != "cuda" or t.device.type != "cpu":
         return t.to(device)

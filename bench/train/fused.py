@@ -29,7 +29,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from bench.train.augment import apply_ops, augment_batch, sample_params
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
-from bench.train.backbones import vmap_safe
+from bench.train.nets import vmap_safe
 from bench.train.protocol import to_model_size
 from bench.core.transfer import h2d
 from bench.train.loop import (AUG_STREAM, TrainResult, autocast, make_sgd, normalise, run_loop,

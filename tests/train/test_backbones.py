@@ -9,7 +9,8 @@ import torch
 from safetensors.torch import save_file
 
 from bench.core import store
-from bench.train.backbones import MultiHeadNet, build_model, create_backbone, fit_size
+from bench.train.backbones import build_model, create_backbone, fit_size
+from bench.train.nets import MultiHeadNet
 from bench.cli.main import main
 from bench.core.errors import BenchError
 from bench.train.weights import resolve_weights

@@ -182,7 +182,7 @@ def test_fused_batch_norm_takes_bf16_inputs_like_each_model_alone():
 def test_convnext_pooling_as_a_mean_changes_no_logit():
     """A fused ConvNeXt pools with MeanPool2d (vmap batches it; AdaptiveAvgPool2d
     on its permuted input hit a member-by-member fallback): the same numbers."""
-    from bench.train.backbones import MeanPool2d
+    from bench.train.nets import MeanPool2d
 
     torch.manual_seed(0)
     models = [build_model("convnext_tiny", 32, 2, 3)[0].eval() for _ in range(2)]

@@ -15,7 +15,8 @@ import torchvision
 from torchvision.ops import StochasticDepth
 
 from bench.cli.main import main
-from bench.train.backbones import MultiHeadNet, RowDropPath, build_model, create_backbone
+from bench.train.backbones import build_model, create_backbone
+from bench.train.nets import MultiHeadNet, RowDropPath
 from bench.train.weights import resolve_weights
 from tests.datasets.test_datasets import write_chaoyang, write_kvasir, write_npz
 
