@@ -58,8 +58,16 @@ def plugin_files(module) -> list[tuple[str, Path]]:
     if not file or not os.path.exists(file):
         return []
     path = Path(file).resolve()
-    installed = _distribution_files(module.__name__.split(".")[0], path)
-    return sorted(installed if installed else _package_files(module, path))
+    top = sys.modules.get(module.__name__.split(".")[0]) or module
+    top_path = Path(top.__file__).resolve() if getattr(top, "__file__", None) else path
+    root = top_path.parent.parent if top_path.name == "__init__.py" else top_path.parent
+    # only a folder of installed distributions (site-packages) can hold one
+    # whose RECORD lists the plugin: elsewhere no distribution is scanned
+    if any(root.glob("*.dist-info")):
+        installed = _distribution_files(module.__name__.split(".")[0], path)
+        if installed:
+            return sorted(installed)
+    return sorted(_package_files(top_path))
 
 
 def _distribution_files(top: str, path: Path) -> list[tuple[str, Path]]:
@@ -82,14 +90,9 @@ def _distributions() -> dict:
     return metadata.packages_distributions()
 
 
-def _package_files(module, path: Path) -> list[tuple[str, Path]]:
-    """Every .py file of `module`'s top-level package folder, or the one file
-    of a top-level module (a namespace package: the module's own file)."""
-    top = sys.modules.get(module.__name__.split(".")[0]) or module
-    top_file = getattr(top, "__file__", None)
-    if not top_file:
-        return [(path.name, path)]
-    top_path = Path(top_file).resolve()
+def _package_files(top_path: Path) -> list[tuple[str, Path]]:
+    """Every .py file of a top-level package (`top_path` its __init__.py), or
+    the one file of a top-level module."""
     if top_path.name != "__init__.py":
         return [(top_path.name, top_path)]
     folder = top_path.parent
