@@ -124,7 +124,9 @@ def report(results_dir="results", out_dir="reports", **options) -> Report:
     out = store.require_writable_dir(out_dir, "--out") if out_dir is not None else None
     rep = build(results_dir, opts, cache_dir=out, live=live_holder)
     if out is not None:
-        rep.write(out)
+        from bench.report.output import write_report
+
+        write_report(rep, out)  # whole or not at all, as `bench report` writes it
     return rep
 
 

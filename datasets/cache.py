@@ -6,6 +6,12 @@ stored as one `.npy` array [N, S, S, 3] per (file list, size). The key hashes
 every path with its byte size and mtime, so the cache is reused across runs
 and seeds and rebuilt when any input changes. The array is written under a
 temporary name and renamed when complete: a killed build never looks done.
+
+Within `dry_run()` (bench run --dry-run) nothing is written: an existing
+intact array is read, a missing one is not built (every image is still
+decoded, so a bad one is named) and the split gets placeholder pixels (zeros
+that take no memory: a dry run needs shapes and counts, never pixels), and
+nothing is downloaded.
 """
 from __future__ import annotations
 
@@ -21,8 +27,9 @@ import numpy as np
 from PIL import Image, ImageFile
 from tqdm import tqdm
 
-from bench.core.errors import BenchError
+from bench.core.errors import BenchError, warn_once
 
+_DRY_RUN = [False]  # innermost dry_run() block: nothing may be written
 CACHE_VERSION = 1  # bump when decoding/resizing changes, so old caches are ignored
 CACHE_DIRNAME = ".bench-cache"
 RESAMPLE = Image.BILINEAR  # square resize, as the paper resized Kvasir to 512x512
@@ -128,6 +135,28 @@ def default_cache_dir(data_root: Path) -> Path:
     return Path.home() / ".cache" / "mhml-bench"
 
 
+@contextmanager
+def dry_run():
+    """Within the block, loading a dataset writes nothing (see the module's text)."""
+    _DRY_RUN.append(True)
+    try:
+        yield
+    finally:
+        _DRY_RUN.pop()
+
+
+def writes_allowed() -> bool:
+    return not _DRY_RUN[-1]
+
+
+def _checked_placeholder(paths: list[str], size: int, progress: bool, desc: str) -> np.ndarray:
+    """A dry run's split: every image decoded to check it, nothing kept or written."""
+    bad = verify(paths, progress)
+    if bad:
+        raise BadImages(bad)
+    return np.broadcast_to(np.zeros((1, 1, 1, 3), np.uint8), (len(paths), size, size, 3))
+
+
 def cached_images(paths: list[str], size: int, cache_dir: Path, progress: bool = True,
                   desc: str = "decode") -> np.ndarray:
     """uint8 [N, size, size, 3], memory-mapped from the cache (built on first use).
@@ -141,8 +170,14 @@ def cached_images(paths: list[str], size: int, cache_dir: Path, progress: bool =
     if final.exists():
         why = damage(final, (len(paths), size, size, 3))
         if why is None:
-            return np.load(final, mmap_mode="c")
+            return np.load(final, mmap_mode="c", allow_pickle=False)
+        if not writes_allowed():
+            warn_once(f"image cache {final} is damaged ({why}); a real run sets it aside "
+                      "and rebuilds it")
+            return _checked_placeholder(paths, size, progress, desc)
         set_aside(final, why)  # then rebuilt below, from the image files
+    if not writes_allowed():
+        return _checked_placeholder(paths, size, progress, desc)
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = final.with_suffix(f".tmp{os.getpid()}.npy")
     arr = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8,
@@ -157,7 +192,7 @@ def cached_images(paths: list[str], size: int, cache_dir: Path, progress: bool =
     finally:
         if tmp.exists():
             tmp.unlink()
-    return np.load(final, mmap_mode="c")
+    return np.load(final, mmap_mode="c", allow_pickle=False)
 
 
 def check_cache_dir(cache_dir) -> Path:

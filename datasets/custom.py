@@ -24,12 +24,11 @@ Missing validation sets are always carved out of train deterministically
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from bench.core.errors import BenchError
+from bench.core.errors import BenchError, warn_once
 
 from .base import DATASETS, SPLITS
 from .filelist import (SPLIT_SEED, FileIndex, carve_val, check_options, file_index, label_ids,
@@ -104,9 +103,8 @@ def check_rows(rows: dict, files: dict) -> None:
     for split in rows:
         same = seen.setdefault(Path(files[split]).resolve(), split)
         if same != split:
-            print(f"bench: warning: --data-opt {same}= and {split}= are the same file "
-                  f"{files[split]}; its {split} numbers are measured on {same} images",
-                  file=sys.stderr)
+            warn_once(f"--data-opt {same}= and {split}= are the same file {files[split]}; "
+                      f"its {split} numbers are measured on {same} images")
 
 
 def _index(name, root, classes, splits, how, declared=None) -> FileIndex:

@@ -18,6 +18,7 @@ import numpy as np
 from bench.core.errors import BenchError
 
 from .base import DATASETS, SPLITS, DatasetBundle, Split, check_labels
+from .cache import writes_allowed
 from .filelist import check_options, default_root
 
 OFFICIAL_SIZES = (28, 64, 128, 224)
@@ -74,6 +75,9 @@ def locate(flag: str, root: Path | None, size: int, download: bool, file=None) -
     if not download:
         raise BenchError(f"{flag}: {path} not found; rerun with --download or fetch {url} "
                          f"(md5 {md5}) to that path")
+    if not writes_allowed():
+        raise BenchError(f"{flag}: {path} not found, and --dry-run downloads nothing; run "
+                         "once without --dry-run (with --download) to fetch it")
     from torchvision.datasets.utils import download_url
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +97,7 @@ def read_npz(path: Path, flag: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def _read_npz(path: Path, flag: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    with np.load(path) as data:
+    with np.load(path, allow_pickle=False) as data:  # data, never code
         missing = [f"{s}_{k}" for s in SPLITS for k in ("images", "labels")
                    if f"{s}_{k}" not in data.files]
         if missing:

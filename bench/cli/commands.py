@@ -154,7 +154,10 @@ def run(args) -> int:
     if opts.dry_run:
         from bench.sweep.dryrun import dry_run_table, protocol_json, protocol_table, protocols
 
-        rows = protocols(specs, experiments)
+        from bench.datasets.cache import dry_run as no_writes
+
+        with no_writes():  # the protocols see the dry run's data, written nowhere
+            rows = protocols(specs, experiments)
         print(protocol_json(rows) if opts.json
               else f"{dry_run_table(rows)}\n\n{protocol_table(rows)}")
         if opts.executor == "slurm" and not opts.json:

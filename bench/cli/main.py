@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 
+from bench.cli.interrupt import INTERRUPTED, quit_now, set_handler
 from bench.core import plugins
 from bench.core.errors import BenchError, disk_full_message, is_disk_full, missing_package_message
 
@@ -60,13 +62,25 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def main(argv: list[str] | None = None) -> int:
+    """The `bench` command (argv None: the program's own arguments). Ctrl-C at
+    any moment is one line and 130 (bench.cli.interrupt); called from Python
+    with argv, the caller's Ctrl-C handler is put back on return."""
+    previous = set_handler(quit_now)  # start-up: seconds of imports, nothing written yet
+    try:
+        return _main(argv)
+    finally:
+        # the program's own shut-down (atexit handlers) quits in one line too
+        set_handler(quit_now if argv is None or previous is None else previous)
+
+
 def _command(argv: list[str]) -> list[str]:
     """[the command `argv` names] (its first word), or [] (none: `bench --help`)."""
     first = next((a for a in argv if not a.startswith("-")), None)
     return [first] if first in COMMANDS else []
 
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str] | None) -> int:
     args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     if hasattr(args, "no_progress") and not sys.stderr.isatty():
         # no terminal (a log file, a pipe): bars would be \r-overwritten lines
@@ -74,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         args.no_progress = True
     try:
         plugins.load(args.plugin)  # before any name is resolved; workers load them too
+        set_handler(signal.default_int_handler)  # the command unwinds: locks, children
         status = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return status
@@ -94,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: error: {disk_full_message(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("bench: interrupted; finished seeds are saved, rerun to continue", file=sys.stderr)
+        set_handler(signal.SIG_IGN)  # a second Ctrl-C must not cut the line short
+        print(INTERRUPTED, file=sys.stderr)
         return 130
 
 

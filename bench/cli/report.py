@@ -74,7 +74,10 @@ def options_of(args) -> ReportOptions:
 
 
 def report(args) -> int:
+    from bench.core.errors import BenchError
     from bench.report import build
+    from bench.report.output import write_failures, write_report
+    from bench.report.pipeline import NoRecords
     from bench.sweep.runstate import live_holder
 
     opts = options_of(args)
@@ -82,7 +85,13 @@ def report(args) -> int:
     if not str(args.results).strip():
         store.require_results_dir(args.results)  # '' would read the current directory
     out = store.require_writable_dir(args.out, "--out")
-    rep = build(args.results, opts, cache_dir=out, live=live_holder)
-    rep.write(out)
+    try:
+        rep = build(args.results, opts, cache_dir=out, live=live_holder)
+    except NoRecords as err:
+        if not err.failures:
+            raise
+        # nothing to tabulate, but every run that failed is named, and listed as always
+        raise BenchError(f"{err}; listed in {write_failures(err.failures, out)}") from None
+    write_report(rep, out)  # the whole report, swapped in at once, or none
     print(rep.text)
     return 0

@@ -7,6 +7,7 @@ so the message must name the bad value and what is allowed.
 
 import errno
 import os
+import sys
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
@@ -35,8 +36,16 @@ def is_disk_full(err: BaseException) -> bool:
 def disk_full_message(err: OSError) -> str:
     """One line for a write that found no space (or quota) left."""
     where = f" writing {err.filename}" if err.filename else ""
-    return (f"disk full{where}: {os.strerror(err.errno).lower()}; free space and rerun "
+    return (f"{DISK_FULL_TEXT}{where}: {os.strerror(err.errno).lower()}; free space and rerun "
             "(finished records are kept)")
+
+
+DISK_FULL_TEXT = "disk full"  # how disk_full_message starts: a run's reason tells it apart
+
+
+def says_disk_full(reason: str) -> bool:
+    """Is this one-line reason (a failed run's) disk_full_message's?"""
+    return str(reason).startswith(DISK_FULL_TEXT)
 
 
 # Import names whose pip package is named differently (the rest match).
@@ -53,3 +62,14 @@ def missing_package_message(err: ModuleNotFoundError) -> str | None:
     pip = PIP_NAMES.get(top, top)
     return (f"the Python package '{pip}' is not installed (import {err.name} failed); "
             f"pip install {pip}, or run ./setup.sh, which installs every dependency")
+
+
+_WARNED: set[str] = set()
+
+
+def warn_once(text: str) -> None:
+    """`bench: warning: TEXT` on stderr, once per process for the same text: a
+    dataset loaded at two sizes, or once per run of a grid, says it once."""
+    if text not in _WARNED:
+        _WARNED.add(text)
+        print(f"bench: warning: {text}", file=sys.stderr)

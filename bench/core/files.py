@@ -7,11 +7,16 @@ beside the target, then one rename puts them in place. A reader therefore
 sees the old file or the new one, never half of one; a write that fails
 (full disk, a signal) leaves the old file as it was and no temporary
 behind.
+
+A set of files that belong together (a report folder) goes through
+`replace_entries`: written whole into a hidden staging folder, then swapped
+in by renames, so a failure leaves the previous set untouched.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import IO, Any, Callable
@@ -75,3 +80,74 @@ def read_json(path, default: Any = _RAISE) -> Any:
         if default is _RAISE:
             raise
         return default
+
+
+STAGE = ".staging"  # replace_entries' hidden folder: <folder>/.staging-<id>
+
+
+def replace_entries(folder, fill: Callable[[Path], Any]) -> tuple[Any, Path]:
+    """Write a set of files into `folder` all at once: `fill(stage)` writes
+    them into a hidden staging folder inside `folder` (same filesystem, so
+    renames work), then each top-level entry it wrote replaces the one of
+    that name. A `fill` that fails (a full disk, an error, Ctrl-C) leaves
+    `folder` as it was, never part old and part new; a `folder` this call
+    created is removed again. Entries `fill` did not write are left alone (a
+    user's own files beside a report). Returns (fill's result, the staging
+    path, so the caller can map the paths it wrote)."""
+    folder = Path(folder)
+    created = _first_missing(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    stage = folder / f"{STAGE}-{uuid.uuid4().hex[:8]}"
+    try:
+        result = fill(stage)
+        _swap_in(stage, folder)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        if created is not None:
+            _remove_empty(folder, created)
+        raise
+    return result, stage
+
+
+def _swap_in(stage: Path, folder: Path) -> None:
+    """Each entry of `stage` replaces its namesake in `folder`: the old one is
+    renamed aside first and put back if a later rename fails."""
+    old = stage.with_name(f"{stage.name}.old")
+    old.mkdir()
+    moved, placed = [], []
+    try:
+        for name in sorted(os.listdir(stage)):
+            if os.path.lexists(folder / name):
+                os.rename(folder / name, old / name)
+                moved.append(name)
+            os.rename(stage / name, folder / name)
+            placed.append(name)
+    except BaseException:
+        for name in reversed(placed):
+            os.rename(folder / name, stage / name)
+        for name in reversed(moved):
+            os.rename(old / name, folder / name)
+        old.rmdir()  # empty again (were a rename back to fail, it would stay, kept)
+        raise
+    shutil.rmtree(old, ignore_errors=True)  # the replaced entries
+    os.rmdir(stage)
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The topmost folder of `path` that does not exist yet, or None."""
+    missing = None
+    while not path.exists() and path != path.parent:
+        missing, path = path, path.parent
+    return missing
+
+
+def _remove_empty(path: Path, top: Path) -> None:
+    """Remove `path` and its parents up to `top` while they are empty."""
+    while True:
+        try:
+            path.rmdir()
+        except OSError:
+            return
+        if path == top:
+            return
+        path = path.parent

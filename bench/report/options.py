@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bench.core.errors import BenchError, choices_error
 from bench.core.seeds import parse_seeds
+from bench.report.captions import check_caption
 from bench.core.paper import DENS
 from bench.report.stats import TESTS
 from bench.report.tables import CAPTIONS, METRIC_HEADS, REFERENCE
@@ -68,6 +69,8 @@ class ReportOptions:
         parse_sections(self.order)
         if self.seeds is not None:
             parse_seeds(self.seeds)
+        for kind in KINDS:  # an unpaired brace would stop pdflatex after the report is written
+            check_caption(f"--caption-{kind}", getattr(self, f"caption_{kind}"))
 
     # the parsed forms the pipeline reads
     @property

@@ -116,12 +116,25 @@ def load(results, opts: ReportOptions, live=None) -> tuple[list, list[dict], lis
     notes = [f"skipped damaged record {f['path']}: {f['reason'].removeprefix('damaged: ')}"
              for f in damaged]
     if not runs:
-        found = store.datasets_under(results)
-        raise BenchError(f"no finished run records under {results}/ matching the filters "
-                         f"(datasets with records: {', '.join(found) or 'none'}; "
-                         f"{len(failures)} failed runs)")
+        raise NoRecords(results, failures)
     runs, more = configs.select_configs(runs, opts.config)
     return runs, failures, notes + more + setup_notes(runs)
+
+
+class NoRecords(BenchError):
+    """No finished record matched the filters; `failures` are the damaged,
+    failed or unfinished runs found (each named in the one-line message;
+    `bench report` also writes them to failed_runs.csv)."""
+
+    def __init__(self, results, failures: list[dict]):
+        self.failures = failures
+        found = store.datasets_under(results)
+        named = "; ".join(f"{f['dataset']}/{f['backbone']}/{f['method']} seed {f['seed']} "
+                          f"({f['reason']})" for f in failures)
+        super().__init__(f"no finished run records under {results}/ matching the filters "
+                         f"(datasets with records: {', '.join(found) or 'none'}); "
+                         f"{len(failures)} failed or unfinished runs"
+                         + (f": {named}" if named else ""))
 
 
 def setup_notes(runs) -> list[str]:

@@ -101,11 +101,29 @@ def default_backbone(dataset: str, data_root: str | None, options: tuple = ()) -
     return _load(dataset, 0, data_root, options).default_backbone
 
 
-@functools.lru_cache(maxsize=8)
 def _load(dataset: str, image_size: int, data_root: str | None, options: tuple):
+    from bench.datasets.cache import writes_allowed
+
+    bundle = _loaded(dataset, image_size, data_root, options)
+    if writes_allowed() and _placeholder(bundle):  # a dry run's: never trained on
+        _loaded.cache_clear()
+        bundle = _loaded(dataset, image_size, data_root, options)
+    return bundle
+
+
+@functools.lru_cache(maxsize=8)
+def _loaded(dataset: str, image_size: int, data_root: str | None, options: tuple):
     from bench.datasets import load_dataset
 
     return load_dataset(dataset, data_root, image_size=image_size, **dict(options))
+
+
+_load.cache_clear = lambda: _loaded.cache_clear()  # as a new process would start
+
+
+def _placeholder(bundle) -> bool:
+    """A dry run's split pixels (bench.datasets.cache.dry_run): zeros, stride 0."""
+    return any(bundle.split(s).images.strides[:1] == (0,) for s in ("train", "val", "test"))
 
 
 def weights_for(spec: "RunSpec", heads: int, missing_ok: bool = False):
@@ -168,6 +186,19 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
     (their runs show as 'no weights'). `pretrained_asked`: --pretrained or
     --weights was given; otherwise a profile's ImageNet default is dropped for
     backbones without weights (smallcnn). Returns (specs, {hash: Experiment})."""
+    args = (datasets, backbones, methods, overrides, seeds, cfg, results, data_root, device,
+            force, options, weights, dry_run, pretrained_asked)
+    if not dry_run:
+        return _build(*args)
+    from bench.datasets.cache import dry_run as no_writes
+
+    with no_writes():  # a dry run writes nothing: no image cache, no download
+        return _build(*args)
+
+
+def _build(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
+           results: str, data_root, device, force, options: tuple, weights: str | None,
+           dry_run: bool, pretrained_asked: bool):
     specs, experiments = [], {}
     for dataset in datasets:
         for backbone in backbones or [None]:

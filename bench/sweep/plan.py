@@ -109,17 +109,43 @@ def check_run_flags(opts: RunOptions) -> None:
         # a real run prints tables and a summary; JSON lines describe the plan only
         raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
                          "(nothing is trained) or drop --json")
-    if opts.tensorboard:
-        import importlib.util
-
-        if importlib.util.find_spec("tensorboard") is None:
-            raise BenchError("--tensorboard needs the tensorboard package: pip install "
-                             "tensorboard (or mhml-bench[extra]), or drop --tensorboard")
+    check_packages(opts)
     if opts.device is not None:
         check_device(opts.device, indexed=True)
     if opts.weights is not None and not opts.weights.strip():
         raise BenchError("--weights '': empty path; give a .safetensors file or a torch state "
                          "dict, or drop --weights")
+
+
+def needed_packages(opts: RunOptions) -> list[tuple[str, tuple, str]]:
+    """(flag, modules it imports, pip package) for every flag given whose work
+    needs a package beyond the core dependencies (pyproject's `extra`)."""
+    needs = []
+    if opts.tensorboard:
+        needs.append(("--tensorboard", ("tensorboard", "torch.utils.tensorboard"),
+                      "tensorboard"))
+    if opts.executor == "slurm":
+        needs.append(("--executor slurm", ("submitit",), "submitit"))
+    if opts.weights and opts.weights.endswith(".safetensors"):
+        needs.append(("--weights FILE.safetensors", ("safetensors.torch",), "safetensors"))
+    return needs
+
+
+def check_packages(opts: RunOptions) -> None:
+    """Import what each flag will need now, before any run starts: a package
+    missing (or one that is there but cannot be imported, such as tensorboard
+    without protobuf) is one line, not a failure after hours of training."""
+    import importlib
+
+    for flag, modules, pip in needed_packages(opts):
+        try:
+            for module in modules:
+                importlib.import_module(module)
+        except ImportError as err:
+            why = (str(err).splitlines() or [type(err).__name__])[0][:120]
+            raise BenchError(f"{flag} needs the {pip} package, which cannot be imported here "
+                             f"({why}); pip install {pip} (or mhml-bench[extra]), or drop "
+                             f"{flag}") from None
 
 
 def check_data_paths(data_root, data_opts) -> None:

@@ -7,6 +7,7 @@ from tabulate import tabulate
 from tqdm import tqdm
 
 from bench.core import store
+from bench.core.errors import says_disk_full
 from bench.core.outcomes import FINAL, Outcome
 from bench.sweep.executor_options import ExecutorOptions
 from bench.sweep.executors import EXECUTORS, executor_name
@@ -83,5 +84,9 @@ def summary_text(outcomes) -> str:
 
 
 def exit_code(outcomes) -> int:
-    """Non-zero if any run failed; runs held by another live sweep are not failures."""
-    return 1 if count(outcomes)["failed"] else 0
+    """2 if a run failed on a full disk (as every command ends on one), else 1
+    if any run failed, else 0; runs held by another live sweep are not failures."""
+    failed = [o for o in outcomes if o["status"] == "failed"]
+    if any(says_disk_full(o.get("reason", "")) for o in failed):
+        return 2
+    return 1 if failed else 0

@@ -228,13 +228,14 @@ def _in_process_executor(monkeypatch):
 def test_full_disk_fails_the_run_in_one_line_and_keeps_records(
         trained, tmp_path, capsys, monkeypatch):
     """A disk that fills while seed 1 trains: the sweep ends with its closing
-    summary (one line for the run), exit 1, no 0-byte temporaries, seed 0 kept."""
+    summary (one line for the run), exit 2 (as every command on a full disk, issue
+    35), no 0-byte temporaries, seed 0 kept."""
     root, seed0 = _copy(trained, tmp_path)
     stamp = (seed0 / "metrics.json").stat().st_mtime_ns
     _in_process_executor(monkeypatch)
     _disk_full(monkeypatch)
     capsys.readouterr()
-    assert main(["run", "--seeds", "2", "--results", str(root), *TINY]) == 1
+    assert main(["run", "--seeds", "2", "--results", str(root), *TINY]) == 2
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert "0 trained, 1 already done, 1 failed" in out

@@ -95,20 +95,25 @@ def _truncate_cache(root):
     return victim
 
 
-@pytest.mark.parametrize("command", ["check", "dry-run"])
+@pytest.mark.parametrize("command", ["check", "run"])
 def test_point5_truncated_cache_is_named_set_aside_and_rebuilt(tmp_path, capsys, command):
     from bench.sweep.grid import _load
 
     root = _folder(tmp_path)
-    assert main(COMMANDS["dry-run"]("folder", root, tmp_path)) == 0
+    assert main(COMMANDS["run"]("folder", root, tmp_path / "first")) == 0  # builds the cache
     victim = _truncate_cache(root)
     capsys.readouterr()
+    # a dry run writes nothing (issue 35): it names the damage and leaves the file
+    assert main(COMMANDS["dry-run"]("folder", root, tmp_path)) == 0
+    assert f"image cache {victim} is damaged (truncated: 300 of" in capsys.readouterr().err
+    assert victim.stat().st_size == 300
+    _load.cache_clear()
     assert main(COMMANDS[command]("folder", root, tmp_path)) == 0
     err = capsys.readouterr().err
     assert f"image cache {victim} was damaged (truncated: 300 of" in err
     assert victim.with_name(victim.stem + ".damaged").exists()
     _load.cache_clear()
-    assert main(COMMANDS["dry-run"]("folder", root, tmp_path)) == 0  # rebuilt, readable
+    assert main(COMMANDS["run"]("folder", root, tmp_path / "again")) == 0  # rebuilt, readable
     from bench.datasets.cache import damage
 
     assert victim.exists() and damage(victim) is None
@@ -117,7 +122,7 @@ def test_point5_truncated_cache_is_named_set_aside_and_rebuilt(tmp_path, capsys,
 
 def test_point5_truncated_cache_does_not_stop_a_run(tmp_path, capsys):
     root = _folder(tmp_path)
-    assert main(COMMANDS["dry-run"]("folder", root, tmp_path)) == 0
+    assert main(COMMANDS["run"]("folder", root, tmp_path / "first")) == 0  # builds the cache
     victim = _truncate_cache(root)
     assert main(COMMANDS["run"]("folder", root, tmp_path)) == 0
     assert "was damaged" in capsys.readouterr().err
