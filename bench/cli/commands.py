@@ -6,7 +6,8 @@ import dataclasses
 
 from tabulate import tabulate
 
-from bench.core.paper import DENS, ENSEMBLE_OF, Variant
+from bench.core.paper import DENS, ENSEMBLE_OF
+from bench.core import variants as V
 from bench.train.backbones import BACKBONES
 from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
 from bench.core.settings import specs
@@ -88,7 +89,7 @@ def list_registries() -> str:
 
 DERIVED = [(DENS, f"D-Ens: deep ensemble, mean probabilities of the {ENSEMBLE_OF} seeds of a "
                  "config"),
-           (Variant.TS.suffix, "temperature scaling fitted on validation NLL, for every method "
+           (V.TS.suffix, "temperature scaling fitted on validation NLL, for every method "
                                "(report --no-ts skips it)")]
 
 

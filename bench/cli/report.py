@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bench.core import store
 from bench.report import stats
-from bench.report.options import KINDS, METRIC_CHOICES, ReportOptions
+from bench.report.options import KINDS, ReportOptions, metric_choices
 from bench.report.tables import REFERENCE
 from bench.cli.typed import options_from
 
@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
                    help="paper: our means against the published ones (z, |z| > 2 flagged), "
                         "the paper's claims tested on these runs (OUT/compare/)")
     p.add_argument("--metrics", help="table columns after ACC, comma list of "
-                                     f"{', '.join(METRIC_CHOICES)}; default: the paper's "
+                                     f"{', '.join(metric_choices())}; default: the paper's "
                                      "(ece,nll); Rank averages the columns shown")
     p.add_argument("--ci", action="store_true",
                    help="95%% intervals in the std table in place of ± std (over seeds; "

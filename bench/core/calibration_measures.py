@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.core.metrics import _linspace01, brier, ece, nll
+from bench.core.metrics import NLL_EPS, _linspace01, ece
 
 BIN_COUNTS = (5, 10, 15, 20, 30)  # equal-width ECE at these bin counts (15 is the paper's)
 ADAPTIVE_BINS = 15
@@ -95,52 +95,53 @@ def ece_at(n_bins: int):
     return measure
 
 
-# name -> function: the measures bench report adds to every run and derived row
-MEASURES = {
-    "aece": adaptive_ece,
-    "cwece": classwise_ece,
-    "dl2ce": debiased_l2,
-    "smece": smooth_ece,
-    "aurc": aurc,
-    **{f"ece{n}": ece_at(n) for n in BIN_COUNTS},
-}
+# ------------------------------------------------------------ bootstrap --
+# A measure with a bootstrap interval declares a resampler (bench.core.measures):
+# fn(probs, labels, idx [R, N]) -> its value on each of the R resamples, in one
+# vectorised pass (a loop of R calls would cost seconds per record).
+def resample_indices(n: int, n_boot: int = BOOT_RESAMPLES, seed: int = BOOT_SEED) -> np.ndarray:
+    """[n_boot, n] indices drawn with replacement (numpy default_rng(seed))."""
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
 
 
-def extra_measures(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """Every measure of MEASURES (fractions), plus Brier."""
-    out = {name: fn(probs, labels) for name, fn in MEASURES.items()}
-    out["brier"] = brier(probs, labels)
-    return out
+def acc_resamples(probs, labels, idx) -> np.ndarray:
+    correct = (np.asarray(probs).argmax(axis=1) == labels).astype(np.float64)
+    return correct[idx].mean(axis=1)
 
 
-def bootstrap_resamples(probs: np.ndarray, labels: np.ndarray, n_boot: int = BOOT_RESAMPLES,
-                        seed: int = BOOT_SEED, n_bins: int = 15) -> dict[str, np.ndarray]:
-    """ACC, ECE (15 bins, the paper's binning) and NLL of `n_boot` resamples
-    of the test samples drawn with replacement (numpy default_rng(seed))."""
+def ece_resamples(probs, labels, idx, n_bins: int = 15) -> np.ndarray:
+    """ECE (the paper's binning) of every resample: one bincount for all of
+    them, resample r's bin b in slot r * (n_bins + 1) + b; sum |gap| / N is
+    torchmetrics' sum of per-bin |acc - conf| x share."""
     p = np.asarray(probs)
-    n = len(labels)
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
     conf = p.max(axis=1).astype(np.float32)
     correct = (p.argmax(axis=1) == labels).astype(np.float64)
-    eps = np.finfo(p.dtype if p.dtype.kind == "f" else np.float64).eps
-    logp = np.log(np.clip(p[np.arange(n), labels].astype(np.float64), eps, 1 - eps))
     bins = np.searchsorted(_linspace01(n_bins), conf, side="right") - 1
-    # one bincount for all resamples: resample r's bin b is slot r * (n_bins + 1) + b
+    n_boot = len(idx)
     slot = (bins[idx] + (n_bins + 1) * np.arange(n_boot)[:, None]).ravel()
-    size = n_boot * (n_bins + 1)
     gap = np.bincount(slot, weights=(conf.astype(np.float64) - correct)[idx].ravel(),
-                      minlength=size).reshape(n_boot, -1)
-    # torchmetrics' per-bin |acc - conf| x share, as float32 conf: same as |sum gap| / N
-    return {"acc": correct[idx].mean(axis=1), "ece": np.abs(gap).sum(axis=1) / n,
-            "nll": -logp[idx].mean(axis=1)}
+                      minlength=n_boot * (n_bins + 1)).reshape(n_boot, -1)
+    return np.abs(gap).sum(axis=1) / idx.shape[1]
 
 
-def bootstrap_ci(probs: np.ndarray, labels: np.ndarray, n_boot: int = BOOT_RESAMPLES,
+def nll_resamples(probs, labels, idx) -> np.ndarray:
+    p = np.asarray(probs)
+    p_y = np.clip(p[np.arange(len(labels)), labels].astype(np.float64), NLL_EPS, 1 - NLL_EPS)
+    return -np.log(p_y)[idx].mean(axis=1)
+
+
+def bootstrap_ci(probs: np.ndarray, labels: np.ndarray, resamplers: dict, n_boot: int = BOOT_RESAMPLES,
                  seed: int = BOOT_SEED, level: float = BOOT_LEVEL) -> dict[str, tuple]:
-    """metric -> (low, high): the percentile interval of the resampled values."""
+    """measure -> (low, high): the percentile interval of its values on the
+    same `n_boot` resamples of the test samples; `resamplers`: measure ->
+    resampler (see above)."""
+    idx = resample_indices(len(labels), n_boot, seed)
     tail = (1 - level) / 2 * 100
-    return {m: (float(np.percentile(v, tail)), float(np.percentile(v, 100 - tail)))
-            for m, v in bootstrap_resamples(probs, labels, n_boot, seed).items()}
+    out = {}
+    for name, fn in resamplers.items():
+        v = fn(probs, labels, idx)
+        out[name] = (float(np.percentile(v, tail)), float(np.percentile(v, 100 - tail)))
+    return out
 
 
 def seed_interval(values, level: float = BOOT_LEVEL) -> tuple[float, float] | None:
@@ -155,5 +156,6 @@ def seed_interval(values, level: float = BOOT_LEVEL) -> tuple[float, float] | No
     return float(v.mean() - half), float(v.mean() + half)
 
 
-__all__ = ["MEASURES", "BIN_COUNTS", "extra_measures", "bootstrap_ci", "seed_interval",
-           "adaptive_ece", "classwise_ece", "debiased_l2", "smooth_ece", "aurc", "nll"]
+__all__ = ["BIN_COUNTS", "bootstrap_ci", "seed_interval", "adaptive_ece", "classwise_ece",
+           "debiased_l2", "smooth_ece", "aurc", "acc_resamples", "ece_resamples",
+           "nll_resamples"]

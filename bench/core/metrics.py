@@ -66,12 +66,18 @@ def calibration_gap(probs: np.ndarray, labels: np.ndarray) -> float:
     return float(probs.max(axis=1).mean() - accuracy(probs, labels))
 
 
+# One NLL for every row and variant: p_y clipped to [eps, 1 - eps] with
+# float32's eps, as scikit-learn's log_loss (eps="auto": the dtype's) clipped
+# the float32 probabilities the released code passed it. A float64 variant
+# (temperature scaling) is clipped the same, so a model's NLL does not
+# depend on the float type of the path that computed it (docs/fidelity.md).
+NLL_EPS = float(np.finfo(np.float32).eps)
+
+
 def nll(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Mean -log p_y, clipped as scikit-learn's log_loss clips the array given:
-    to [eps, 1 - eps] with eps of its dtype (float32 predictions: 1.19e-7)."""
+    """Mean -log p_y, p_y clipped to [NLL_EPS, 1 - NLL_EPS], in float64."""
     probs = np.asarray(probs)
-    eps = np.finfo(probs.dtype if probs.dtype.kind == "f" else np.float64).eps
-    p_y = np.clip(probs[np.arange(len(labels)), labels].astype(np.float64), eps, 1 - eps)
+    p_y = np.clip(probs[np.arange(len(labels)), labels].astype(np.float64), NLL_EPS, 1 - NLL_EPS)
     return float(-np.mean(np.log(p_y)))
 
 
@@ -109,15 +115,3 @@ def auc_ovr_macro(probs: np.ndarray, labels: np.ndarray) -> float:
         if 0 < positive.sum() < len(labels):
             aucs.append(_binary_auc(p[:, k], positive))
     return float(np.mean(aucs)) if aucs else float("nan")
-
-
-def all_metrics(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """Every metric the reports use, as fractions (tables multiply by 100)."""
-    return {
-        "acc": accuracy(probs, labels),
-        "ece": ece(probs, labels),
-        "nll": nll(probs, labels),
-        "brier": brier(probs, labels),
-        "auc": auc_ovr_macro(probs, labels),
-        "gap": calibration_gap(probs, labels),
-    }

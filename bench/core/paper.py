@@ -9,7 +9,6 @@ and their hyper-parameters.
 """
 from __future__ import annotations
 
-from enum import StrEnum
 
 # The paper's single-head rows and multi-head rows, in table order.
 SINGLE_HEAD = ("sl1h", "ls", "mbls", "mixup", "dca")
@@ -67,45 +66,3 @@ CITATION = "Galdran et al., MICCAI 2023"
 # Row keys METHOD@paper are the paper's published numbers, copied into a
 # report (`bench report --published-rows`).
 COPIED_SUFFIX = "@paper"
-
-
-class Variant(StrEnum):
-    """What a report row is made of, with each spelling users see of it.
-
-    The value is the `variant` of groups.csv. Attributes: `column`, the
-    `variant` of published.csv and of the comparison's CSVs ('' for a main
-    table row); `suffix`, what the row key adds to the method (`sl1h+ts`,
-    `sl1h@ts-base`); `label`, what a table's row name adds (`SL1H+TS`);
-    `shown`, what the comparison's row name adds (`SL1H (T=1)`).
-    """
-
-    def __new__(cls, value: str, column: str, suffix: str = "", label: str = "",
-                shown: str = ""):
-        obj = str.__new__(cls, value)
-        obj._value_ = value
-        obj.column, obj.suffix, obj.label, obj.shown = column, suffix, label, shown
-        return obj
-
-    SEEDS = ("seeds", "")  # the trained runs
-    DENS = ("dens", "")  # the deep ensemble of ENSEMBLE_OF's seeds
-    COPIED = ("copied", "")  # the paper's published numbers (COPIED_SUFFIX)
-    TS_BASE = ("ts-base", "ts-base", "@ts-base", "", " (T=1)")  # head logits averaged, T = 1
-    TS = ("ts", "ts", "+ts", "+TS", "+TS")  # temperature scaled
-
-    def key(self, method: str) -> str:
-        """The row key of `method` in this variant: 'sl1h+ts'."""
-        return method + self.suffix
-
-    @classmethod
-    def of_column(cls, text: str) -> "Variant":
-        """A published.csv / comparison `variant` -> its table variant ('' -> SEEDS)."""
-        return next(v for v in TABLE_VARIANTS if v.column == text)
-
-
-# The variants of the paper's tables, in row order: a main table's row, then
-# a temperature-scaling table's un-scaled and scaled rows.
-TABLE_VARIANTS = (Variant.SEEDS, Variant.TS_BASE, Variant.TS)
-TS_VARIANTS = (Variant.TS_BASE, Variant.TS)
-
-# The rows of its temperature-scaling tables, as (method, variant column).
-TS_ROWS = tuple((m, v.column) for m in TS_METHODS for v in TS_VARIANTS)

@@ -268,7 +268,7 @@ def with_digest(metrics: dict) -> dict:
 
 def load_predictions(path: Path) -> dict[str, np.ndarray]:
     """The arrays of the record at `path` (the record folder, not the .npz)."""
-    with np.load(Path(path) / "predictions.npz") as z:
+    with np.load(Path(path) / "predictions.npz", allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
 
 
@@ -311,6 +311,12 @@ def verify(path) -> str | None:
         return "metrics.json: missing"
     except (OSError, ValueError):
         return "metrics.json: unreadable"
+    return check(path, metrics)
+
+
+def check(path, metrics) -> str | None:
+    """verify's checks given metrics.json's contents, already read."""
+    path = Path(path)
     if not isinstance(metrics, dict) or metrics.get("status") != DONE:
         return "metrics.json: not marked done"
     if DIGEST in metrics and metrics[DIGEST] != metrics_digest(metrics):

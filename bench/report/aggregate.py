@@ -1,123 +1,57 @@
-"""Run records -> a tidy table of runs -> report cells with mean ± std over seeds.
+"""Run records -> the runs a report shows -> its cells, and the CSVs.
 
-One row per finished run (dataset, backbone, method, seed, test metrics,
-cost). A cell (CellData) is one (dataset, backbone, row) aggregate of a
-report: the per-seed values that the significance tests pair, and from them
-the mean and population std (ddof=0, as the paper) over its seeds and n.
-("Group" is kept for a fused training group, bench.train.groups.) Derived
-rows come from saved predictions (bench.report.derived): `dens`, the deep
-ensemble of the sl1h seeds, and `<method>+ts`, temperature scaling of every
-seed.
+One Run per finished record (bench.report.cells.Run: the record and the
+row's method key), one cell per (dataset, backbone, row) computed by
+bench.report.cells (every number is measure(variant(records))): each
+method's seeds as trained (plain), the deep ensemble of the sl1h seeds
+(dens), the temperature-scaled rows (ts, and ts-base, the TS table's
+un-scaled row) and any post-hoc calibrator asked for (`--variants`).
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from bench.core import measures as M
 from bench.core import files, outcomes, store
-from bench.core.outcomes import Failure
-from bench.report import frame
-from bench.report.frame import COSTS, METRICS
-from bench.core.calibration import scaled_probs
-from bench.core.paper import DENS, ENSEMBLE_OF, Variant
-from bench.report.derived import (MIN_MEMBERS, deep_ensemble, has_ensemble,
-                                  temperature_scaled_predictions)
+from bench.core import variants as V
 from bench.core.errors import BenchError
-from bench.core.metrics import all_metrics
+from bench.core.outcomes import Failure
+from bench.core.paper import DENS, ENSEMBLE_OF
+from bench.core.record import COSTS, Record
+from bench.report import frame
+from bench.report.cells import Cache, CellData, Run, make_cell, run_rows
 
-# A deep ensemble's cost sums over its members, except rates: members train
-# one after another, so the ensemble's training images/s is their mean.
-RATE_COSTS = ("train_images_per_s",)
-
-
-@dataclass(frozen=True)
-class Run:
-    dataset: str
-    backbone: str
-    method: str
-    chash: str
-    seed: int
-    heads: int
-    metrics: dict
-    cost: dict
-    path: Path
+MIN_MEMBERS = 2  # one seed is no ensemble
 
 
-# A CellData's `variant` (bench.core.paper.Variant) says what its row is made
-# of: the trained runs, the deep ensemble of sl1h seeds, the runs after
-# temperature scaling, or the same runs with head logits averaged and T = 1
-# (the TS table's un-scaled row).
-
-
-@dataclass
-class CellData:
-    """One report cell: a row of one dataset x backbone block, its per-seed values."""
-
-    dataset: str
-    backbone: str
-    key: str  # row key: 'sl1h', 'dens', 'sl1h+ts', 'sl1h@ts-base'
-    method: str  # the trained method behind the row
-    chash: str
-    seeds: tuple  # seeds averaged (ensemble: its members)
-    values: dict  # metric -> per-seed values, aligned with seeds
-    cost: dict  # cost -> per-run mean (ensemble: summed over members, rates averaged)
-    single: bool = False  # one number, no std (deep ensemble)
-    extra: dict = field(default_factory=dict)
-    variant: Variant = Variant.SEEDS  # see above
-
-    @property
-    def row_method(self) -> str:
-        """The method key a table lists the row under ('dens' for D-Ens)."""
-        return DENS if self.variant == Variant.DENS else self.method
-
-    @property
-    def n(self) -> int:
-        return len(self.seeds)
-
-    def mean(self, m: str) -> float:
-        return float(np.mean(self.values[m]))
-
-    def std(self, m: str) -> float | None:
-        return None if self.single else float(np.std(self.values[m], ddof=0))
+def has_ensemble(method: str, n_seeds: int) -> bool:
+    """Whether a cell of seeds gets a D-Ens row (summary, tables, figures)."""
+    return method == ENSEMBLE_OF and n_seeds >= MIN_MEMBERS
 
 
 # ---------------------------------------------------------------- reading
 
 
-def runs_of(df: pd.DataFrame) -> list[Run]:
-    """Frame rows (bench.report.frame) -> Runs, in frame order."""
-    return [Run(dataset=r["dataset"], backbone=r["backbone"], method=r["method"],
-                chash=r["config_hash"], seed=int(r["seed"]), heads=int(r["heads"]),
-                metrics={k: r[f"test_{k}"] for k in METRICS if _has(r, f"test_{k}")},
-                cost={k: r[k] for k in COSTS if _has(r, k)}, path=Path(r["path"]))
-            for r in df.to_dict("records")]
-
-
-def _has(row: dict, key: str) -> bool:
-    return key in row and not pd.isna(row[key])
-
-
 def load_runs(results, datasets=None, backbones=None, methods=None,
               damaged: list | None = None) -> list[Run]:
-    """The finished, readable runs matching the filters; damaged records are
-    appended to `damaged` (failure rows) when given."""
-    df, bad = frame.load_records(results)
-    keep = [f for f in bad if (not datasets or f["dataset"] in datasets)
-            and (not backbones or f["backbone"] in backbones)
-            and (not methods or f["method"] in methods)]
-    if damaged is not None:
-        damaged += keep
-    if df.empty:
-        return []
-    mask = pd.Series(True, index=df.index)
-    for col, allowed in (("dataset", datasets), ("backbone", backbones), ("method", methods)):
-        if allowed:
-            mask &= df[col].isin(allowed)
-    return runs_of(df[mask])
+    """The finished, readable runs matching the filters, in path order;
+    damaged records are appended to `damaged` (failure rows) when given."""
+    root = Path(results)
+    out = []
+    for rec in (frame.records_of(root)):
+        if ((datasets and rec.dataset not in datasets) or (backbones and rec.backbone not in backbones)
+                or (methods and rec.method not in methods)):
+            continue
+        why = rec.damaged
+        if why is None:
+            out.append(Run(rec, rec.method))
+        elif damaged is not None:
+            damaged.append(frame.damaged_failure(root, rec.path, why))
+    return out
 
 
 def _reason(obj: dict) -> str:
@@ -159,71 +93,39 @@ def _failure_row(root: Path, f: Path, obj: dict) -> dict:
 # ---------------------------------------------------------------- cells
 
 
-def _costs(runs: list[Run], ensemble: bool = False) -> dict:
-    """Each cost every run has: the per-run mean, or for an ensemble the sum
-    over its members, except rates (see RATE_COSTS)."""
-    def reduce(c):
-        return np.sum if ensemble and c not in RATE_COSTS else np.mean
-
-    return {c: float(reduce(c)([r.cost[c] for r in runs])) for c in COSTS
-            if all(c in r.cost for r in runs)}
-
-
-def _cell(runs: list[Run], key: str, values_fn=None) -> CellData:
-    first = runs[0]
-    per_seed = [values_fn(r) if values_fn else r.metrics for r in runs]
-    return CellData(first.dataset, first.backbone, key, first.method, first.chash,
-                 tuple(r.seed for r in runs),
-                 {m: [v[m] for v in per_seed] for m in METRICS if all(m in v for v in per_seed)},
-                 _costs(runs))
-
-
-def ensemble_cell(runs: list[Run]) -> CellData:
+def ensemble_cell(runs: list[Run], cache: Cache | None = None) -> CellData:
     """The paper's D-Ens: one number from the sl1h seeds' mean probabilities;
     its cost is that of all members together."""
     if len(runs) < MIN_MEMBERS:
         raise BenchError(f"a deep ensemble needs at least {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
                          f"got {len(runs)}")
-    test = deep_ensemble([r.path for r in runs])["test"]
-    first = runs[0]
-    return CellData(first.dataset, first.backbone, DENS, first.method, first.chash,
-                 tuple(r.seed for r in runs), {m: [test[m]] for m in METRICS if m in test},
-                 _costs(runs, ensemble=True), single=True, extra={"members": len(runs)},
-                 variant=Variant.DENS)
+    return make_cell(runs, V.DENS, cache or Cache())
 
 
-def ts_cells(runs: list[Run]) -> tuple[CellData, CellData]:
-    """(un-scaled, +TS) cells of one method's seeds, for the TS table. The
-    un-scaled row averages head logits with T = 1 (paper appendix), so that
-    its accuracy is exactly that of the +TS row. Each record is read once."""
-    unscaled, fitted = {}, {}
-    for r in runs:
-        p = store.load_predictions(r.path)
-        unscaled[r.seed] = all_metrics(scaled_probs(p["test_logits"], 1.0), p["test_labels"])
-        fitted[r.seed] = temperature_scaled_predictions(p)
-    base = _cell(runs, Variant.TS_BASE.key(runs[0].method), lambda r: unscaled[r.seed])
-    scaled = _cell(runs, Variant.TS.key(runs[0].method), lambda r: fitted[r.seed]["test"])
-    base.variant, scaled.variant = Variant.TS_BASE, Variant.TS
-    scaled.extra = {"temperature": [fitted[r.seed]["temperature"] for r in runs]}
-    return base, scaled
+def row_variants(with_ts: bool = True, variants=()) -> list:
+    """The per-seed variants of a report: plain, with TS the TS table's two,
+    then the calibrators asked for (`--variants`)."""
+    out = [V.PLAIN] + (list(V.TS_VARIANTS) if with_ts or variants else [])
+    return out + [V.get(v) for v in variants if V.get(v) not in out]
 
 
-def build_cells(runs: list[Run], with_ts: bool = True, progress=None) -> tuple[dict, list[str]]:
+def build_cells(runs: list[Run], with_ts: bool = True, progress=None, cache: Cache | None = None,
+                variants=()) -> tuple[dict, list[str]]:
     """Every report cell keyed (dataset, backbone, row key), plus notes."""
+    cache = cache or Cache()
     cells, notes = {}, []
     by_method: dict = defaultdict(list)
     for r in runs:
         by_method[(r.dataset, r.backbone, r.method)].append(r)
     for (ds, bb, method), rs in by_method.items():
-        cells[(ds, bb, method)] = _cell(rs, method)
+        for variant in row_variants(with_ts, variants):
+            cell = make_cell(rs, variant, cache)
+            cells[(ds, bb, cell.key)] = cell
         if has_ensemble(method, len(rs)):
-            cells[(ds, bb, DENS)] = ensemble_cell(rs)
+            cells[(ds, bb, DENS)] = ensemble_cell(rs, cache)
         elif method == ENSEMBLE_OF:
             notes.append(f"{ds}/{bb}: D-Ens needs >= {MIN_MEMBERS} {ENSEMBLE_OF} seeds, "
                          f"found {len(rs)}")
-        if with_ts:
-            base, scaled = ts_cells(rs)
-            cells[(ds, bb, base.key)], cells[(ds, bb, scaled.key)] = base, scaled
         if progress is not None:
             progress.update(1)
     return cells, notes
@@ -252,19 +154,27 @@ def write_failures_csv(failures: list[dict], path: Path) -> Path:
                                              for f in failures))
 
 
-def runs_frame(runs: list[Run]) -> pd.DataFrame:
-    """runs.csv: one row per run, test metrics under their plain names."""
-    return pd.DataFrame([{"dataset": r.dataset, "backbone": r.backbone, "method": r.method,
-                          "config_hash": r.chash, "seed": r.seed, "heads": r.heads,
-                          **{m: r.metrics.get(m) for m in METRICS},
-                          **{c: r.cost.get(c) for c in COSTS}, "path": str(r.path)}
-                         for r in runs],
-                        columns=["dataset", "backbone", "method", "config_hash", "seed", "heads",
-                                 *METRICS, *COSTS, "path"])
+RUN_KEYS = ["dataset", "backbone", "method", "config_hash", "seed", "heads"]
 
 
-def write_runs_csv(runs: list[Run], path: Path) -> Path:
-    return write_frame(path, runs_frame(runs))
+def runs_frame(runs: list[Run], cache: Cache | None = None) -> pd.DataFrame:
+    """runs.csv: one row per run: the stored measures, the costs, the path,
+    then the other measures and the bootstrap bounds (with the resample count
+    and seed that made them), all of its plain predictions (bench.report.cells)."""
+    rows = run_rows(runs, cache or Cache())
+    stored, more = M.stored(), [m for m in M.names() if m not in M.stored()]
+    boot = [f"{m}_boot_{s}" for m in M.bootstrapped() for s in ("lo", "hi")]
+    return pd.DataFrame(
+        [{"dataset": r.dataset, "backbone": r.backbone, "method": r.method,
+          "config_hash": r.chash, "seed": r.seed, "heads": r.heads,
+          **{m: row.get(m) for m in stored}, **{c: r.cost.get(c) for c in COSTS},
+          "path": str(r.path), **{k: row[k] for k in (*more, *boot, "boot_resamples", "boot_seed")}}
+         for r, row in zip(runs, rows)],
+        columns=[*RUN_KEYS, *stored, *COSTS, "path", *more, *boot, "boot_resamples", "boot_seed"])
+
+
+def write_runs_csv(runs: list[Run], path: Path, cache: Cache | None = None) -> Path:
+    return write_frame(path, runs_frame(runs, cache))
 
 
 def values_frame(cells: dict) -> pd.DataFrame:
@@ -302,16 +212,28 @@ def cell_stats(cells: dict, metrics) -> pd.DataFrame:
 
 
 def cells_frame(cells: dict, expected: dict) -> pd.DataFrame:
-    """groups.csv: mean, population std, n/N per cell (fractions, not x100);
-    `variant` says what the row is made of (seeds, dens, ts, ts-base)."""
+    """groups.csv: per cell its ids, n/N, every stored measure's mean and
+    population std (fractions, not x100), the costs, `variant` (what the row
+    is made of: seeds, dens, ts, ts-base, a calibrator), the other measures'
+    mean and std, then every measure's 95% interval (cells.cell_ci)."""
     rows = [{"dataset": ds, "backbone": bb, "row": key, "method": g.method,
              "config_hash": g.chash, "n": g.n, "N": len(expected.get(ds, ())),
              "seeds": " ".join(map(str, g.seeds))} for (ds, bb, key), g in sorted(cells.items())]
     ids = pd.DataFrame(rows, columns=["dataset", "backbone", "row", "method", "config_hash",
                                       "n", "N", "seeds"])
-    costs = pd.DataFrame([{**{c: g.cost.get(c) for c in COSTS}, "variant": g.variant}
+    costs = pd.DataFrame([{**{c: g.cost.get(c) for c in COSTS}, "variant": str(g.variant)}
                           for _, g in sorted(cells.items())], columns=[*COSTS, "variant"])
-    return pd.concat([ids, cell_stats(cells, METRICS), costs], axis=1)
+    more = [m for m in M.names() if m not in M.stored()]
+    ci_cols = [f"{m}_ci_{s}" for m in M.names() for s in ("lo", "hi")]
+    ci = []
+    for _, g in sorted(cells.items()):
+        row = {}
+        for m in M.names():
+            interval = g.extra.get("ci", {}).get(m)
+            row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = interval if interval else (None, None)
+        ci.append(row)
+    return pd.concat([ids, cell_stats(cells, M.stored()), costs, cell_stats(cells, more),
+                      pd.DataFrame(ci, columns=ci_cols)], axis=1)
 
 
 def write_cells_csv(cells: dict, expected: dict, path: Path) -> Path:

@@ -19,16 +19,18 @@ import math
 from collections import defaultdict
 from typing import Callable, Iterable
 
-from bench.core.paper import (BACKBONE_ALIASES, DENS, TABLE_METHODS, TABLE_VARIANTS, TS_ROWS,
-                              Variant)
+from bench.core.paper import BACKBONE_ALIASES, DENS, TABLE_METHODS, TS_METHODS
+from bench.core import variants as V
 from bench.report import published as pub
 from bench.report.ranks import mean_ranks, rank_marks
 from bench.report.tables import method_name
 
 Z_FLAG = 2.0
 ACC_TOLERANCE = 1.0  # "comparable ACC": at most this many points (x100) below SL1H
-# The rows' `variant` spellings (bench.core.paper.Variant.column)
-MAIN, TS = Variant.SEEDS.column, Variant.TS.column
+# The rows' `variant` spellings (bench.core.variants.Variant.column)
+MAIN, TS = V.PLAIN.column, V.TS.column
+# The rows of the paper's temperature-scaling tables, as (method, variant column).
+TS_ROWS = tuple((m, v.column) for m in TS_METHODS for v in V.TS_VARIANTS)
 
 
 def as_rows(data) -> list[dict]:
@@ -43,7 +45,7 @@ def rows_from_groups(groups: dict) -> list[dict]:
     out = []
     for (ds, bb, _), g in sorted(groups.items()):
         # D-Ens (and every row but the TS table's) is a main-table row
-        method, variant = g.row_method, Variant(g.variant).column
+        method, variant = g.row_method, g.variant.column
         for m in pub.METRICS:
             if m in g.values:
                 std = g.std(m)
@@ -56,12 +58,12 @@ def rows_from_groups(groups: dict) -> list[dict]:
 
 def label(method: str, variant: str) -> str:
     """The row key: '4hml+ts'."""
-    return Variant.of_column(variant).key(method)
+    return V.of_column(variant).key(method)
 
 
 def show(method: str, variant: str) -> str:
     """'4HML+TS'; the TS table's un-scaled row (logits averaged, T = 1): '4HML (T=1)'."""
-    return method_name(method) + Variant.of_column(variant).shown
+    return method_name(method) + V.of_column(variant).shown
 
 
 # ---------------------------------------------------------------- z rule
@@ -130,7 +132,7 @@ def compare(ours, reference: list[dict] | None = None) -> tuple[list[dict], list
 def _paper_order(mv: tuple[str, str]) -> tuple:
     method, variant = mv
     order = TABLE_METHODS.index(method) if method in TABLE_METHODS else 99
-    return order, TABLE_VARIANTS.index(Variant.of_column(variant)), method
+    return order, V.TABLE_VARIANTS.index(V.of_column(variant)), method
 
 
 def missing_notes(ours: list[dict], reference: list[dict]) -> list[str]:

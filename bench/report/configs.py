@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from bench.core import store
 from bench.core.errors import BenchError
 from bench.report import frame
 
@@ -24,10 +23,7 @@ CONFIG_RULES = {
 
 
 def _mtime(run) -> float:
-    try:
-        return (run.path / "metrics.json").stat().st_mtime
-    except OSError:
-        return 0.0
+    return run.record.mtime
 
 
 def parse_ablation(config: str | None) -> dict[str, dict[str, str]]:
@@ -136,10 +132,7 @@ def ablation_rows(cell: tuple, hashes: dict, prefixes: dict) -> list:
 
 
 def _settings_of(run) -> dict:
-    try:
-        return frame.settings(store.read_json(run.path / "config.json"))
-    except frame.READ_ERRORS:
-        return {}
+    return frame.settings(run.record.config)
 
 
 def _ambiguous(cell: tuple, hashes: dict) -> str:

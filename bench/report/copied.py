@@ -12,10 +12,11 @@ footnote says so). The numbers come from bench.report.published.
 from __future__ import annotations
 
 from bench.core.errors import BenchError
-from bench.core.paper import COPIED_SUFFIX, Variant
+from bench.core.paper import COPIED_SUFFIX
+from bench.core import variants as V
 from bench.report import published
-from bench.report.aggregate import CellData
-from bench.report.tables import PAPER_METRICS
+from bench.report.cells import CellData
+from bench.report.tables import paper_metrics
 
 # per dataset: the published table of its means, and of its +TS rows
 SOURCES = {"chaoyang": ("chaoyang", "chaoyang_ts"), "kvasir": ("kvasir", "kvasir_ts"),
@@ -27,13 +28,13 @@ NONE_ADDED = ("--published-rows added no row: no table here has a block of the p
 
 def check_metrics(metrics: tuple) -> None:
     """Copied rows carry only the paper's columns (ACC, ECE, NLL)."""
-    if metrics and tuple(metrics) != PAPER_METRICS:
+    if metrics and tuple(metrics) != paper_metrics():
         raise BenchError(f"--published-rows with --metrics {','.join(metrics)}: the paper "
                          "published ACC, ECE and NLL only; drop --metrics or use "
                          "--metrics ece,nll")
 
 
-def _cell(r: dict, key: str, method: str, variant: Variant) -> CellData:
+def _cell(r: dict, key: str, method: str, variant: V.Variant) -> CellData:
     n = published.SEEDS  # every published row is over 5 runs (D-Ens: of 5 members)
     return CellData(r["dataset"], r["backbone"], key, method, "paper", tuple(range(n)),
                  {m: [r[m] / 100] for m in published.METRICS}, {}, single=True,
@@ -53,9 +54,9 @@ def published_cells(cells: dict, with_ts: bool = True) -> dict:
             continue
         copy = f"{m}{COPIED_SUFFIX}"
         if r["table"] == main:
-            out[(ds, bb, copy)] = _cell(r, copy, copy, Variant.COPIED)
-        elif with_ts:  # the +TS table's rows, keyed as aggregate.ts_cells keys them
-            ts_variant = Variant.of_column(variant)
+            out[(ds, bb, copy)] = _cell(r, copy, copy, V.COPIED)
+        elif with_ts:  # the +TS table's rows, keyed as their variants key them
+            ts_variant = V.of_column(variant)
             key = ts_variant.key(copy)
             out[(ds, bb, key)] = _cell(r, key, copy, ts_variant)
     return out

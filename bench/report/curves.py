@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.core import store
 
 VAL_PANELS = (("val_nll", "validation NLL"), ("val_ece", "validation ECE"),
               ("val_auc", "validation AUC (checkpoint score)"))
@@ -20,7 +19,7 @@ def history_frames(runs) -> tuple[pd.DataFrame, pd.DataFrame]:
     `step_epoch` 1..E, train_loss, lr) and per run and cycle (val metrics)."""
     epochs, cycles = [], []
     for r in runs:
-        hist = store.read_json(Path(r.path) / "metrics.json").get("history") or {}
+        hist = r.record.history
         key = {"dataset": r.dataset, "backbone": r.backbone, "method": r.method,
                "seed": r.seed}
         epochs += [{**key, "step_epoch": i + 1, **e} for i, e in enumerate(hist.get("epochs", []))]

@@ -38,7 +38,7 @@ class Report:
     holds the files written and `text` the summary `bench report` prints."""
 
     options: ReportOptions
-    run_list: list  # aggregate.Run, the finished runs shown
+    run_list: list  # bench.report.cells.Run, the finished runs shown
     cell_map: dict  # (dataset, backbone, row) -> aggregate cell of re-run records
     labels: dict  # display names
     tables: list
@@ -50,7 +50,7 @@ class Report:
     friedman: pd.DataFrame
     comparison: dict | None = None  # {"rows", "claims", "notes"} with --compare paper
     cd_results: list = field(default_factory=list)  # (metric, stats.Friedman)
-    cache: object = None  # measures.Cache of the extra measures
+    cache: object = None  # bench.report.cells.Cache of every computed value
     paths: tuple = ()
     text: str = ""
 
@@ -95,12 +95,12 @@ class Report:
     def write(self, out_dir) -> list[Path]:
         """Write every file of `bench report --out out_dir`; returns them in
         the order the command lists them."""
-        from bench.report import measures
+        from bench.report.cells import CACHE_FILE
         from bench.report.markdown import report_markdown
 
         opts, out = self.options, Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        self.cache.file = out / measures.CACHE_FILE
+        self.cache.file = out / CACHE_FILE
         written = [aggregate.write_frame(out / "runs.csv", self.runs),
                    aggregate.write_frame(out / "groups.csv", self.groups),
                    self.cache.save(),

@@ -13,44 +13,42 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from bench.core import store
-from bench.core.calibration import ensemble_probs
-from bench.core.metrics import head_probs
-from bench.core.paper import DENS, ENSEMBLE_OF, Variant
+from bench.core.paper import DENS, ENSEMBLE_OF
+from bench.core import measures as M
+from bench.core import variants as V
 from bench.report import stats
-from bench.report.derived import has_ensemble
+from bench.report.aggregate import has_ensemble
 from bench.report.tables import backbone_name, dataset_name, method_name, ordered_methods
 
-FRIEDMAN_METRICS = (("rank", False), ("acc", True), ("ece", False), ("nll", False))
+def friedman_metrics() -> tuple:
+    """(column, higher is better) the Friedman tests and CD diagrams cover:
+    Rank, then the paper's measures."""
+    return (("rank", False), *((m, M.get(m).higher) for m in M.paper()))
 
 
 def block_title(ds: str, bb: str, names: dict | None = None) -> str:
     return f"{dataset_name(ds, names)} / {backbone_name(bb, names)}"
 
 
-def _probs(run) -> tuple:
-    p = store.load_predictions(run.path)
-    return p["test_logits"], p["test_labels"]
-
-
 def reliability_panels(runs, seed=None, sections=None, names=None) -> list[tuple]:
     """(label, probs, labels) per method of one dataset/backbone, pooled over
-    seeds (or one seed), in table order, with D-Ens when pooled."""
+    seeds (or one seed), in table order, with D-Ens when pooled: the plain and
+    dens variants' probabilities (bench.core.variants), as in the tables."""
     by_method: dict = {}
     for r in runs:
         if seed is None or r.seed == seed:
-            by_method.setdefault(r.method, []).append(_probs(r))
+            by_method.setdefault(r.method, []).append(r)
     order = [m for sec in ordered_methods(set(by_method) | {DENS}, sections) for m in sec]
     members = by_method.get(ENSEMBLE_OF, [])
     panels = []
     for m in order:
         if m == DENS and seed is None and has_ensemble(ENSEMBLE_OF, len(members)):
-            panels.append((method_name(m, names), ensemble_probs([lg for lg, _ in members]),
-                           members[0][1]))
+            probs, labels, _ = V.DENS.apply([r.record.predictions for r in members])
+            panels.append((method_name(m, names), probs, labels))
         elif m in by_method:
-            items = by_method[m]
-            panels.append((method_name(m, names), np.concatenate([head_probs(lg) for lg, _ in items]),
-                           np.concatenate([y for _, y in items])))
+            out = [V.PLAIN.apply(r.record.predictions) for r in by_method[m]]
+            panels.append((method_name(m, names), np.concatenate([p for p, _, _ in out]),
+                           np.concatenate([y for _, y, _ in out])))
     return panels
 
 
@@ -93,7 +91,7 @@ def make_bin_sensitivity(cells: dict, out: Path, sections=None, names=None) -> l
 
     blocks: dict = {}
     for (ds, bb, key), g in cells.items():
-        if g.variant in (Variant.SEEDS, Variant.DENS):
+        if g.variant in (V.PLAIN, V.DENS):
             blocks.setdefault((ds, bb), {})[g.row_method] = g
     written = []
     for (ds, bb), rows in sorted(blocks.items()):
@@ -122,9 +120,9 @@ def friedman_table(tables, metric: str) -> tuple[dict, list[str]]:
 
 def friedman_tests(tables, alpha: float) -> tuple[list, list[list], list[str]]:
     """The Friedman test and Nemenyi CD over (dataset, backbone) blocks per
-    FRIEDMAN_METRICS entry: ([(metric, Friedman)], friedman.csv rows, notes)."""
+    friedman_metrics() entry: ([(metric, Friedman)], friedman.csv rows, notes)."""
     results, rows, notes = [], [], []
-    for metric, higher in FRIEDMAN_METRICS:
+    for metric, higher in friedman_metrics():
         methods, blocks, scores = stats.complete_blocks(*friedman_table(tables, metric))
         if len(methods) < 3 or len(blocks) < 2:
             notes.append(f"no Friedman test / CD diagram: needs >= 3 methods present in >= 2 "

@@ -10,33 +10,30 @@ instead of aborting.
 """
 from __future__ import annotations
 
-import json
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bench.core import store
+from bench.core import measures as M
 from bench.core.outcomes import Failure
+from bench.core.record import COSTS, Record, records
 
-METRICS = ("acc", "ece", "nll", "brier", "auc", "gap")
-COSTS = ("n_params", "train_seconds", "train_images_per_s", "infer_ms_per_image")
 KEYS = ("dataset", "backbone", "method", "config_hash", "seed")
-# the columns every frame has, an empty one too (so `df.groupby(...)["test_ece"]` works)
-COLUMNS = [*KEYS, "heads", *(f"{split}_{m}" for split in ("test", "val") for m in METRICS),
-           *COSTS, "path"]
-# What a damaged file raises when read: a truncated zip, a missing file, bad
-# JSON, an array whose bytes are cut short.
-READ_ERRORS = (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError,
-               json.JSONDecodeError)
+
+
+def columns() -> list[str]:
+    """The columns every frame has, an empty one too (so
+    `df.groupby(...)["test_ece"]` works)."""
+    return [*KEYS, "heads", *(f"{split}_{m}" for split in ("test", "val") for m in M.stored()),
+            *COSTS, "path"]
 
 
 def damaged(path: Path) -> str | None:
     """Why the record at `path` cannot be used, or None when it is intact:
-    store.verify checks the files against the checksums the record wrote last
+    its files are checked against the checksums the record wrote last
     (older records without checksums are checked by reading every array)."""
-    return store.verify(path)
+    return Record(path).damaged
 
 
 def settings(cfg: dict) -> dict:
@@ -51,32 +48,27 @@ def settings(cfg: dict) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def record_row(root: Path, path: Path) -> dict:
+def record_row(rec: Record) -> dict:
     """One record -> one frame row (config.json is optional: older records)."""
-    m = store.read_json(path / "metrics.json")
-    try:
-        cfg = store.read_json(path / "config.json")
-    except READ_ERRORS:
-        cfg = {}
-    key = store.RecordKey.parse(path, root)
-    row = {"dataset": cfg.get("dataset", key.dataset),
-           "backbone": cfg.get("backbone", key.backbone), "method": cfg.get("method", key.method),
-           "config_hash": key.config_hash, "seed": int(cfg.get("seed", key.seed)),
-           "heads": int(cfg.get("heads", 1))}
+    row = {"dataset": rec.dataset, "backbone": rec.backbone, "method": rec.method,
+           "config_hash": rec.config_hash, "seed": rec.seed, "heads": rec.heads}
     for split in ("test", "val"):
-        row.update({f"{split}_{k}": float(m[split][k]) for k in METRICS
-                    if k in (m.get(split) or {})})
-    row.update({k: float(m[k]) for k in COSTS if m.get(k) is not None})
-    row.update(settings(cfg))
-    row["path"] = path
+        row.update({f"{split}_{k}": v for k, v in rec.stored(split).items() if k in M.stored()})
+    row.update(rec.cost)
+    row.update(settings(rec.config))
+    row["path"] = rec.path
     return row
 
 
 def damaged_failure(root: Path, path: Path, reason: str) -> dict:
     """A failed_runs.csv row for a record that cannot be read."""
-    key = store.RecordKey.parse(path, root)
+    key = Record(path, root).key
     return Failure("damaged", key.dataset, key.backbone, key.method, key.config_hash, key.seed,
                    f"damaged: {reason}", str(path)).to_row()
+
+
+def records_of(root, paths=None) -> list[Record]:
+    return records(root, paths)
 
 
 def load_records(results, paths=None) -> tuple[pd.DataFrame, list[dict]]:
@@ -84,14 +76,13 @@ def load_records(results, paths=None) -> tuple[pd.DataFrame, list[dict]]:
     `results`, or of the given record `paths` only."""
     root = Path(results)
     rows, failures = [], []
-    for p in ([k.path(root) for k in store.iter_records(root)] if paths is None
-              else map(Path, paths)):
-        why = damaged(p)
+    for rec in records(root, paths):
+        why = rec.damaged
         if why is None:
-            rows.append(record_row(root, p))
+            rows.append(record_row(rec))
         else:
-            failures.append(damaged_failure(root, p, why))
-    frame = pd.DataFrame(rows, columns=None if rows else COLUMNS)
+            failures.append(damaged_failure(root, rec.path, why))
+    frame = pd.DataFrame(rows, columns=None if rows else columns())
     return frame, failures
 
 

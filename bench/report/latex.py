@@ -9,18 +9,16 @@ ACC is a ditto mark. Only booktabs, rotating (sideways tables) and amssymb.
 """
 from __future__ import annotations
 
-from bench.core.paper import Variant
-from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, block_texts,
+from bench.core import variants as V
+from bench.core import measures as M
+from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,
                                  rank_note)
 
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
 # closing double quote is the typographic ditto mark and compiles anywhere.
 DITTO = "''"
-# Gap = mean confidence - accuracy (signed, x100), as in the Markdown tables:
-# it shows the direction of miscalibration that ECE hides.
-HEADS = (r"ACC$^\uparrow$", r"ECE$_\downarrow$", "Gap", r"NLL$_\downarrow$",
-         r"Rank$_\downarrow$")
+RANK_HEAD = r"Rank$_\downarrow$"
 PREAMBLE = ("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{rotating}\n"
             "\\usepackage{amssymb}\n")
 _ESCAPES = {"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#",
@@ -32,14 +30,8 @@ def tex_escape(text: str) -> str:
 
 
 def block_heads(table: Table) -> list[str]:
-    """Column heads of one backbone block: the metrics and Rank, then any costs."""
-    def head(m):
-        if m == "gap":
-            return "Gap"
-        name, up = METRIC_HEADS[m]
-        return name + (r"$^\uparrow$" if up else r"$_\downarrow$")
-    heads = [*map(head, columns(table.metrics)), HEADS[-1]] if table.metrics else list(HEADS)
-    heads = heads if table.gap else [h for h in heads if h != "Gap"]
+    """Column heads of one backbone block: the measures and Rank, then any costs."""
+    heads = [M.get(m).latex for m in columns(table.metrics, table.gap)] + [RANK_HEAD]
     return heads + (list(COST_HEADS) if table.cost else [])
 
 
@@ -73,7 +65,7 @@ def rank_cell(cell) -> str:
 
 def row_cells(table: Table, row) -> list[str]:
     width = len(block_heads(table))
-    out = [f"\\textbf{{{tex_escape(Variant.TS.label if row.ts else row.label)}}}"
+    out = [f"\\textbf{{{tex_escape(V.TS.label if row.ts else row.label)}}}"
            + ("$^\\dagger$" if row.copied and not row.ts else "")]
     for b in table.backbones:
         out += block_texts(table, table.cells.get((row.key, b)), width, DITTO,

@@ -8,7 +8,6 @@ figures and footnotes read.
 """
 from __future__ import annotations
 
-from bench.core import store
 from bench.core.errors import BenchError
 from bench.core.paper import DENS
 
@@ -36,10 +35,7 @@ def recorded_names(runs) -> tuple[dict[str, str], list[str]]:
     a note per dataset whose records carry several (the first is used)."""
     found: dict[str, set] = {}
     for r in runs:
-        try:
-            name = store.read_json(r.path / "config.json").get("dataset_name")
-        except (OSError, ValueError):
-            name = None
+        name = r.record.config.get("dataset_name")
         if name:
             found.setdefault(r.dataset, set()).add(name)
     names, notes = {}, []

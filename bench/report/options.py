@@ -16,10 +16,14 @@ from bench.core.seeds import parse_seeds
 from bench.report.captions import check_caption
 from bench.core.paper import DENS
 from bench.report.stats import TESTS
-from bench.report.tables import CAPTIONS, METRIC_HEADS, REFERENCE
-
-METRIC_CHOICES = tuple(m for m in METRIC_HEADS if m != "acc")
+from bench.core import measures as M
+from bench.report.tables import CAPTIONS, REFERENCE
 KINDS = ("main", "std", "ts")
+
+
+def metric_choices() -> tuple:
+    """--metrics' allowed names: every registered measure but ACC (always shown)."""
+    return tuple(m for m in M.names() if m != "acc")
 COMPARE_CHOICES = ("paper",)
 
 
@@ -46,8 +50,9 @@ class ReportOptions:
     alpha: float = 0.05
     per_seed: bool = False
     compare: str | None = None  # 'paper' or None
-    metrics: str | None = None  # comma list of METRIC_CHOICES; None: the paper's columns
+    metrics: str | None = None  # comma list of metric_choices(); None: the paper's columns
     ci: bool = False
+    variants: str | None = None  # comma list of post-hoc calibrators: the post-hoc table
     no_ts: bool = False
     no_plots: bool = False
     no_progress: bool = False
@@ -62,6 +67,7 @@ class ReportOptions:
         if self.compare is not None and self.compare not in COMPARE_CHOICES:
             raise choices_error("--compare", self.compare, COMPARE_CHOICES)
         metrics = parse_metrics(self.metrics)
+        parse_variants(self.variants)
         if self.published_rows:
             from bench.report import copied
 
@@ -90,6 +96,10 @@ class ReportOptions:
         return parse_metrics(self.metrics)
 
     @property
+    def variant_list(self) -> tuple:
+        return parse_variants(self.variants)
+
+    @property
     def sections(self):
         return parse_sections(self.order)
 
@@ -114,10 +124,25 @@ def parse_metrics(text: str | None) -> tuple:
     if text is None:
         return ()
     items = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
-    bad = [m for m in items if m not in METRIC_CHOICES]
+    bad = [m for m in items if m not in metric_choices()]
     if bad or not items:
         raise BenchError(f"--metrics '{text}': unknown {', '.join(bad) or 'empty list'}; "
-                         f"allowed: {', '.join(METRIC_CHOICES)}")
+                         f"allowed: {', '.join(metric_choices())}")
+    return items
+
+
+def parse_variants(text: str | None) -> tuple:
+    """'ts,vs,iso' -> ('ts', 'vs', 'iso'): the calibrators of the post-hoc
+    table (bench.core.variants); None -> () (no such table)."""
+    if text is None:
+        return ()
+    from bench.core import variants as V
+
+    items = tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
+    bad = [v for v in items if v not in V.posthoc()]
+    if bad or not items:
+        raise BenchError(f"--variants '{text}': unknown {', '.join(bad) or 'empty list'}; "
+                         f"allowed: {', '.join(V.posthoc())}")
     return items
 
 

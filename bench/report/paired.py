@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.core.errors import BenchError
-from bench.core.paper import TS_VARIANTS, Variant
+from bench.core import variants as V
 from bench.report import stats
 from bench.report.tables import REFERENCE
 
@@ -24,7 +24,7 @@ def significance(cells: dict, test: str, alpha: float,
     reference row (logits averaged, T = 1)."""
     marks, rows = {}, []
     for (ds, bb, key), g in sorted(cells.items()):
-        ref_key = Variant.TS_BASE.key(reference) if g.variant in TS_VARIANTS else reference
+        ref_key = V.TS_BASE.key(reference) if g.variant in V.TS_VARIANTS else reference
         ref = cells.get((ds, bb, ref_key))
         if ref is None or key == ref_key or g.single:
             continue

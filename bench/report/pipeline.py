@@ -20,6 +20,7 @@ from tqdm import tqdm
 from bench.core import store
 from bench.core.errors import BenchError
 from bench.report import aggregate, configs, copied, names, paired, stats, unfinished
+from bench.report import cells as cells_mod
 from bench.report import figures as figs
 from bench.report.document import Report
 from bench.report.options import KINDS, ReportOptions, check_order
@@ -36,8 +37,6 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     `live`: record -> who trains it now, or None (bench.sweep.runstate's
     live_holder, which `bench report` and bench.api pass); a run in training
     is then not listed as unfinished."""
-    from bench.report import measures
-
     opts = options or ReportOptions()
     opts.validate()
     if not str(results_dir).strip():
@@ -55,11 +54,11 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     if opts.seeds is not None:  # every seed asked counts, found or not
         expected = {ds: tuple(opts.seed_list) for ds in expected}
     n_cells = len({(r.dataset, r.backbone, r.method) for r in runs})
+    cache = cells_mod.cache_for(cache_dir) if cache_dir else cells_mod.Cache()
     with tqdm(total=n_cells, desc="aggregate", disable=opts.no_progress) as bar:
-        cells, more = aggregate.build_cells(runs, with_ts=not opts.no_ts, progress=bar)
+        cells, more = aggregate.build_cells(runs, with_ts=not opts.no_ts, progress=bar,
+                                            cache=cache, variants=opts.variant_list)
     notes += more
-    cache = measures.cache_for(cache_dir) if cache_dir else measures.Cache(None)
-    per_run = measures.attach(cells, runs, cache, with_ts=not opts.no_ts)
     marks, tests = paired.significance(cells, opts.test, opts.alpha, opts.significance_ref)
     sig = pd.DataFrame(tests, columns=list(paired.COLUMNS))
     notes += _significance_notes(opts, sig)
@@ -73,7 +72,7 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
         notes += f_notes
     return Report(
         options=opts, run_list=runs, cell_map=cells, labels=labels, tables=tables, failures=failures, notes=notes,
-        runs=measures.runs_frame(runs, per_run), groups=measures.cells_frame(cells, expected),
+        runs=aggregate.runs_frame(runs, cache), groups=aggregate.cells_frame(cells, expected),
         significance=sig, friedman=pd.DataFrame(f_rows, columns=FRIEDMAN_COLUMNS),
         comparison=_comparison(cells) if opts.compare == "paper" else None,
         cd_results=cd, cache=cache)
@@ -144,8 +143,7 @@ def setup_notes(runs) -> list[str]:
 
     notes = []
     for ds in sorted({r.dataset for r in runs}):
-        provs = [store.read_json(r.path / "config.json").get("provenance", {})
-                 for r in runs if r.dataset == ds]
+        provs = [r.record.provenance for r in runs if r.dataset == ds]
         mixed = mixed_setup(provs)
         if mixed:
             notes.append(f"{ds}: the records in these tables were made with different "

@@ -28,9 +28,11 @@ import sys
 from functools import lru_cache
 from importlib import resources
 
-from bench.core.paper import DENS, PRINTED_BACKBONES, PRINTED_METHODS, Variant
+from bench.core.paper import DENS, PRINTED_BACKBONES, PRINTED_METHODS
+from bench.core import measures as M
+from bench.core import variants as V
 
-METRICS = ("acc", "ece", "nll")
+METRICS = M.paper()  # the columns the paper published (ACC, ECE, NLL)
 COLUMNS = ("table", "dataset", "backbone", "method", "variant", "acc", "acc_std", "ece",
            "ece_std", "nll", "nll_std", "rank", "mark", "erratum")
 SEEDS = 5  # every published mean ± std is over 5 training runs; D-Ens is one model
@@ -83,11 +85,11 @@ def parse_table(label: str, body: str) -> list[dict]:
         if not m or "&" not in m.group(2):
             continue
         name, cells = m.group(1), m.group(2).split("&")[1:]
-        if name == Variant.TS.label:  # the printed +TS row
-            method, variant = previous["method"], Variant.TS.column
+        if name == V.TS.label:  # the printed +TS row
+            method, variant = previous["method"], V.TS.column
         else:
             method = PRINTED_METHODS[name]
-            variant = (Variant.TS_BASE if is_ts else Variant.SEEDS).column
+            variant = (V.TS_BASE if is_ts else V.PLAIN).column
         for i, backbone in enumerate(backbones):
             row = {"table": label, "dataset": _dataset(label), "backbone": backbone,
                    "method": method, "variant": variant, "mark": "", "erratum": ""}

@@ -12,10 +12,6 @@ from typing import Sequence
 
 import pandas as pd
 
-# (metric, higher is better) in the paper's column order.
-RANK_METRICS = (("acc", True), ("ece", False), ("nll", False))
-
-
 def _ranks(values: pd.Series, higher_is_better: bool) -> pd.Series:
     """1 = best; method="first": equal values rank in their order of
     appearance; NaN (or None) ranks last."""
@@ -28,9 +24,14 @@ def ordinal_ranks(values: Sequence[float], higher_is_better: bool) -> list[int]:
     return [int(r) for r in _ranks(pd.Series(list(values), dtype=object), higher_is_better)]
 
 
-def mean_ranks(rows: Sequence[dict], metrics=RANK_METRICS) -> list[float]:
-    """rows: one dict per method (in table order) with the metric means.
-    Returns each row's Rank = mean of its per-metric ranks."""
+def mean_ranks(rows: Sequence[dict], metrics=None) -> list[float]:
+    """rows: one dict per method (in table order) with the metric means;
+    metrics: (metric, higher is better) pairs, by default the paper's
+    (bench.core.measures). Returns each row's Rank = mean of its per-metric ranks."""
+    if metrics is None:
+        from bench.core import measures as M
+
+        metrics = M.rank_of(M.paper())
     if not rows:
         return []
     frame = pd.DataFrame([{m: r[m] for m, _ in metrics} for r in rows], dtype=object)

@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
+from bench.core import measures as M
 from bench.core import store
-from bench.core.paper import Variant
-from bench.report import aggregate, frame
-
-COLUMNS = (("acc", "ACC"), ("ece", "ECE"), ("nll", "NLL"))
+from bench.core import variants as V
+from bench.core.record import records as read_records
+from bench.report import aggregate
+from bench.report.cells import CellData, Run
 # Which cells the summary shows under each method, in this order.
-SHOWN = (Variant.SEEDS, Variant.TS, Variant.DENS)
+SHOWN = (V.PLAIN, V.TS, V.DENS)
 
 
 def mean_pm_std(values, scale: float = 100.0, digits: int = 2) -> str:
@@ -34,11 +35,11 @@ def experiment_paths(records) -> "OrderedDict[object, list[Path]]":
     return by_exp
 
 
-def _row(g: aggregate.CellData) -> list:
+def _row(g: CellData) -> list:
     if g.single:  # one ensemble, one number per metric
-        cells = [f"{100 * g.values[key][0]:.2f}" for key, _ in COLUMNS]
+        cells = [f"{100 * g.values[key][0]:.2f}" for key in M.paper()]
         return [g.key, g.backbone, g.extra["members"], *cells, ""]
-    cells = [mean_pm_std(g.values[key]) for key, _ in COLUMNS]
+    cells = [mean_pm_std(g.values[key]) for key in M.paper()]
     temps = g.extra.get("temperature")
     return [g.key, g.backbone, g.n, *cells, f"{np.mean(temps):.3f}" if temps else ""]
 
@@ -47,8 +48,8 @@ def summary_rows(records) -> list[list]:
     """One row per experiment, then its derived rows (+ts, and dens for sl1h)."""
     rows = []
     for paths in experiment_paths(records).values():
-        df, _ = frame.load_records(store.RecordKey.root_of(paths[0]), paths)
-        built, _ = aggregate.build_cells(aggregate.runs_of(df))
+        recs = read_records(store.RecordKey.root_of(paths[0]), paths)
+        built, _ = aggregate.build_cells([Run(r, r.method) for r in recs if r.damaged is None])
         by_variant = {g.variant: g for g in built.values()}
         rows += [_row(by_variant[v]) for v in SHOWN if v in by_variant]
     return rows
@@ -56,7 +57,7 @@ def summary_rows(records) -> list[list]:
 
 def summary_table(records) -> str:
     """The table of (experiment, record path) pairs, one row per experiment and its derived rows."""
-    headers = (["method", "backbone", "seeds"] + [f"{title} (x100)" for _, title in COLUMNS]
+    headers = (["method", "backbone", "seeds"] + [f"{M.get(m).head} (x100)" for m in M.paper()]
                + ["T"])
     # numparse off: "0.230" must keep its digits
     return tabulate(summary_rows(records), headers=headers, tablefmt="github", disable_numparse=True)

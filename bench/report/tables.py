@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.core import paper
-from bench.core.paper import COPIED_SUFFIX, Variant
-from bench.report.ranks import RANK_METRICS, mean_ranks, rank_marks
+from bench.core.paper import COPIED_SUFFIX
+from bench.core import variants as V
+from bench.core import measures as M
+from bench.report.ranks import mean_ranks, rank_marks
 
 REFERENCE = "sl1h"  # what the significance tests compare against (--significance-ref)
 CAPTIONS = {
@@ -28,33 +30,29 @@ CAPTIONS = {
 
 COST_HEADS = ("Params (M)", "Train (s)", "Train (img/s)", "Infer (ms)")
 
-# --metrics: name -> (column head, higher is better). The paper's columns
-# are ACC, ECE and NLL; ACC is always shown, the chosen measures follow it.
-PAPER_METRICS = ("ece", "nll")
-METRIC_HEADS = {
-    "acc": ("ACC", True), "ece": ("ECE", False), "nll": ("NLL", False),
-    "brier": ("Brier", False), "auc": ("AUC", True), "aece": ("aECE", False),
-    "cwece": ("cwECE", False), "dl2ce": ("dL2CE", False), "smece": ("smECE", False),
-    "aurc": ("AURC", False), **{f"ece{n}": (f"ECE{n}", False) for n in (5, 10, 15, 20, 30)},
-}
+GAP = "gap"  # the signed measure every table shows in one place (columns)
+
+
+def paper_metrics() -> tuple:
+    """The paper's columns after ACC (ECE, NLL): `--metrics`' default."""
+    return tuple(m for m in M.paper() if m != "acc")
 
 
 def columns(metrics: tuple = (), gap: bool = True) -> list[str]:
-    """A backbone block's value columns: the paper's ACC / ECE / Gap / NLL,
-    or ACC, the chosen measures and Gap (Rank follows either); gap=False
-    (--no-gap) leaves Gap out."""
-    if not metrics or tuple(metrics) == PAPER_METRICS:
-        cols = ["acc", "ece", "gap", "nll"]
-    else:
-        cols = ["acc", *[m for m in metrics if m != "acc"], "gap"]
-    return cols if gap else [c for c in cols if c != "gap"]
+    """A backbone block's value columns: ACC, then the chosen measures (the
+    paper's ECE and NLL by default), with Gap in its one place, right after
+    ECE (after ACC where ECE is not shown); Rank follows. gap=False (--no-gap)
+    leaves Gap out."""
+    chosen = [m for m in (metrics or paper_metrics()) if m not in ("acc", GAP)]
+    cols = ["acc", *chosen]
+    if gap:
+        cols.insert(cols.index("ece") + 1 if "ece" in cols else 1, GAP)
+    return cols
 
 
 def rank_metrics(metrics: tuple = ()) -> tuple:
-    """(metric, higher is better) that Rank averages: the shown columns but Gap."""
-    if not metrics or tuple(metrics) == PAPER_METRICS:
-        return RANK_METRICS
-    return tuple((m, METRIC_HEADS[m][1]) for m in columns(metrics) if m != "gap")
+    """(metric, higher is better) that Rank averages: the shown columns that rank."""
+    return M.rank_of(columns(metrics, gap=False))
 
 
 def block_texts(table, cell, width: int, ditto: str, gap, value, rank) -> list[str]:
@@ -220,8 +218,8 @@ def table_rows(kind: str, present, sections=None, labels: dict | None = None) ->
                 # TS rows: un-scaled (logits averaged, T=1) then +TS; each pair
                 # is its own section so heavy rules separate the pairs.
                 section = len(rows)
-                for v in paper.TS_VARIANTS:
-                    rows.append(Row(v.key(m), m, name + v.label, section, ts=v is Variant.TS,
+                for v in V.TS_VARIANTS:
+                    rows.append(Row(v.key(m), m, name + v.label, section, ts=v is V.TS,
                                     copied=copied))
     return rows
 
@@ -264,7 +262,7 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     methods = {g.row_method for (d, b, k), g in groups.items() if d == dataset and b in bbs}
     if kind == "ts":
         methods = {m for m in methods if (sections or m.partition("@")[0] in paper.TS_METHODS)
-                   and any((dataset, b, Variant.TS.key(m)) in groups for b in bbs)}
+                   and any((dataset, b, V.TS.key(m)) in groups for b in bbs)}
     rows = [r for r in table_rows(kind, methods, sections, labels)
             if any((dataset, b, r.key) in groups for b in bbs)]
     if not rows:
@@ -280,9 +278,9 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
 
 def rank_note(table: Table) -> str | None:
     """Which columns Rank averages, where they are not the paper's."""
-    if not table.metrics or table.metrics == PAPER_METRICS:
+    if not table.metrics or tuple(table.metrics) == paper_metrics():
         return None
-    names = ", ".join(METRIC_HEADS[m][0] for m, _ in rank_metrics(table.metrics))
+    names = ", ".join(M.get(m).head for m, _ in rank_metrics(table.metrics))
     return f"Rank: mean of the per-column ranks over {names}"
 
 

@@ -8,19 +8,18 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from bench.report.tables import (COST_HEADS, METRIC_HEADS, Table, backbone_name, block_texts, ci_note,
+from bench.core import measures as M
+from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts, ci_note,
                                  columns, copied_note, method_name, rank_note)
 
 DITTO = '"'
-# Per backbone block; the first head is prefixed with the backbone's name.
-HEADS = ("ACC↑", "ECE↓", "Gap", "NLL↓", "Rank↓")
 
 
 def block_heads(table: Table) -> tuple:
-    """The value heads of one backbone block (the paper's: HEADS)."""
-    def head(m):
-        return "Gap" if m == "gap" else METRIC_HEADS[m][0] + ("↑" if METRIC_HEADS[m][1] else "↓")
-    return (*[head(m) for m in columns(table.metrics, table.gap)], "Rank↓")
+    """The value heads of one backbone block; the first is prefixed with the
+    backbone's name (headers)."""
+    return (*[M.get(m).head + M.get(m).arrow for m in columns(table.metrics, table.gap)],
+            "Rank↓")
 
 
 def _value(cell, metric: str, with_std: bool, ci: bool = False) -> str:

@@ -10,11 +10,11 @@ counts as left behind.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from bench.core import store
 from bench.core.outcomes import Failure
+from bench.core.record import read_side
 
 LEFT_BEHIND = ("lock", "progress.json")  # side files a killed run leaves
 
@@ -24,14 +24,6 @@ def _row(kind: str, key: store.RecordKey, record: Path, reason: str, last_step="
                    reason, str(record), last_step).to_row()
 
 
-def _progress(record: Path) -> dict:
-    try:
-        obj = json.loads(store.side_file(record, "progress.json").read_text())
-        return obj if isinstance(obj, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
 def _interrupted(root: Path, live) -> dict[Path, dict]:
     rows = {}
     for key in store.iter_side_records(root, LEFT_BEHIND):
@@ -39,7 +31,7 @@ def _interrupted(root: Path, live) -> dict[Path, dict]:
         if (store.is_complete(record) or store.side_file(record, "failed.json").exists()
                 or (live is not None and live(record))):
             continue
-        step = _progress(record)
+        step = read_side(record, "progress.json") or {}
         at = f" at step {step['step']} of {step.get('total', '?')}" if "step" in step else ""
         rows[record] = _row("interrupted", key, record,
                             f"interrupted{at}: its lock or progress file was left behind and "

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from bench.core import files
+from bench.core.record import read_side
 from bench.core.store import side_file  # the side folder's one home (and executors' use)
 
 STALE_SECONDS = float(os.environ.get("BENCH_STALE_LOCK_SECONDS", 30 * 60))
@@ -226,7 +227,7 @@ def write_progress(record, step: int, total: int) -> None:
 
 
 def read_progress(record) -> dict | None:
-    return read_json(side_file(record, "progress.json"))
+    return read_side(record, "progress.json")
 
 
 def clear_progress(record) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bench.core import store
+from bench.core.record import Record
 
 FOLDER = "tensorboard"
 VAL = ("acc", "ece", "nll", "auc")
@@ -36,7 +36,7 @@ def write_events(record) -> Path | None:
     from torch.utils.tensorboard import SummaryWriter
 
     record = Path(record)
-    history = store.read_json(record / "metrics.json").get("history")
+    history = Record(record).history
     if not history:
         return None
     folder, tmp = record / FOLDER, record / f".{FOLDER}.tmp"

@@ -18,6 +18,7 @@ from bench.sweep import runstate
 from bench.core import files, plugins, store
 from bench.core.errors import BenchError, disk_full_message, is_disk_full
 from bench.core.outcomes import Outcome
+from bench.core.record import Record
 from bench.sweep.grid import RunSpec, experiment_for
 
 HEARTBEAT_SECONDS = 1.0  # progress file (last step) at most this often
@@ -142,7 +143,7 @@ def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
     with say_to(log):  # "resuming ..." only once a saved state has loaded, or why not
         _, path = run_seed(exp, bundle, method, spec.seed, spec.results, device=device,
                            force=True, progress=False, on_step=beat)
-    test = store.read_json(path / "metrics.json")["test"]
+    test = Record(path).stored("test")
     return f"test acc {test['acc']:.4f} ece {test['ece']:.4f} nll {test['nll']:.4f}"
 
 
@@ -226,7 +227,7 @@ def _train_group(specs: list[RunSpec], logs: list, ctx: dict) -> str:
     with say_to(lambda text: [log(text) for log in logs]):
         done = run_members(members, bundle, specs[0].results, device=device, force=True,
                            progress=False, on_step=beat)
-    tests = [store.read_json(path / "metrics.json")["test"] for _, path in done]
+    tests = [Record(path).stored("test") for _, path in done]
     return "test acc " + " ".join(f"{t['acc']:.4f}" for t in tests)
 
 

@@ -13,7 +13,8 @@ from bench.core.plugins import BUILTIN
 from bench.train.backbones import BACKBONES, backbone_impl, build_model, drop_path_rate
 from bench.core.config import TrainConfig, config_hash, result_fields
 from bench.core.device import default_device
-from bench.core.metrics import all_metrics, head_probs
+from bench.core import measures
+from bench.core.metrics import head_probs
 from bench.core.provenance import provenance
 from bench.train.loop import train
 from bench.train.resume import CycleState
@@ -166,8 +167,11 @@ def n_params(model) -> int:
 
 def record_metrics(result, bundle, n_params: int) -> dict:
     return {
-        "val": all_metrics(head_probs(result.val_logits), bundle.val.labels),
-        "test": all_metrics(head_probs(result.test_logits), bundle.test.labels),
+        "val": measures.stored_values(head_probs(result.val_logits), bundle.val.labels),
+        "test": measures.stored_values(head_probs(result.test_logits), bundle.test.labels),
+        # which definition of each made them: a report recomputes a value
+        # whose measure has a newer version (bench.report.cells)
+        "measure_versions": {m: measures.get(m).version for m in measures.stored()},
         "best_cycle": result.best_cycle,
         "cycle_val_auc": result.cycle_val_auc,
         "train_seconds": result.train_seconds,

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from bench.core.metrics import all_metrics, head_probs
+from bench.core import measures
+from bench.core.metrics import head_probs
 
 
 class History:
@@ -30,9 +31,9 @@ class History:
     def cycle(self, cycle: int, val_logits, val_labels, aucs: list) -> None:
         """val_logits [members, N, M, K] at this cycle's end; aucs[s][-1] its checkpoint AUC."""
         for s in range(len(self._cycles)):
-            m = all_metrics(head_probs(val_logits[s]), val_labels)
-            self._cycles[s].append({"cycle": cycle + 1, "val_acc": m["acc"], "val_ece": m["ece"],
-                                    "val_nll": m["nll"], "val_auc": aucs[s][-1]})
+            m = measures.compute(head_probs(val_logits[s]), val_labels, measures.paper())
+            self._cycles[s].append({"cycle": cycle + 1, **{f"val_{k}": v for k, v in m.items()},
+                                    "val_auc": aucs[s][-1]})
 
     def state_dict(self) -> dict:
         """What a resumed run needs to carry on (saved at every cycle end)."""

@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 
 from bench.core.calibration import ensemble_probs, fit_temperature, scaled_probs
-from bench.report.derived import deep_ensemble, temperature_scaled
+from variantutil import deep_ensemble, temperature_scaled
 from bench.core.errors import BenchError
-from bench.core.metrics import all_metrics, head_probs, nll, softmax
+from bench.core.measures import stored_values as all_metrics
+from bench.core.metrics import head_probs, nll, softmax
 from bench.core.store import write_record
 from bench.report.summary import summary_rows, summary_table
 
@@ -82,8 +83,10 @@ def test_ensemble_is_mean_of_member_probabilities():
 
 
 def test_ensemble_errors(tmp_path):
-    with pytest.raises(BenchError):
-        deep_ensemble([])
+    from bench.report.aggregate import ensemble_cell
+
+    with pytest.raises(BenchError, match="needs at least 2"):
+        ensemble_cell([])
     a, la = rand_logits(3)
     b, lb = rand_logits(4)
     paths = [fake_record(tmp_path, "sl1h", 0, a, la), fake_record(tmp_path, "sl1h", 1, b, lb)]

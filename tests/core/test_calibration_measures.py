@@ -7,6 +7,7 @@ import torch
 from torchmetrics.classification import BinaryCalibrationError, MulticlassCalibrationError
 
 from bench.core import calibration_measures as C
+from bench.core import measures as registry
 from bench.core import metrics as M
 
 
@@ -26,7 +27,7 @@ def torchmetrics_ece(probs, labels, n_bins, norm="l1"):
 @pytest.mark.parametrize("n_bins", C.BIN_COUNTS)
 def test_ece_at_every_bin_count_matches_torchmetrics_l1(n_bins):
     probs, labels = random_probs(seed=n_bins)
-    assert C.MEASURES[f"ece{n_bins}"](probs, labels) == pytest.approx(
+    assert registry.get(f"ece{n_bins}")(probs, labels) == pytest.approx(
         torchmetrics_ece(probs, labels, n_bins), abs=1e-6)
 
 
@@ -35,7 +36,7 @@ def test_ece_bin_counts_differ_so_the_measures_are_not_one_number():
     # labels drawn from the probabilities: bins are both over- and under-confident
     rng = np.random.default_rng(3)
     labels = np.array([rng.choice(5, p=q / q.sum()) for q in probs.astype(np.float64)])
-    values = {C.MEASURES[f"ece{n}"](probs, labels) for n in C.BIN_COUNTS}
+    values = {registry.get(f"ece{n}")(probs, labels) for n in C.BIN_COUNTS}
     assert len(values) == len(C.BIN_COUNTS)
 
 
@@ -105,17 +106,21 @@ def test_smooth_ece_of_a_calibrated_model_is_small_and_of_an_overconfident_one_l
     assert C.smooth_ece(over, labels) > 0.08
 
 
-def test_extra_measures_names_every_measure_and_brier():
+def test_the_registry_holds_every_measure_once():
     probs, labels = random_probs(n=200)
-    out = C.extra_measures(probs, labels)
-    assert set(out) == set(C.MEASURES) | {"brier"}
+    out = registry.compute(probs, labels)
+    assert list(out) == ["acc", "ece", "nll", "brier", "auc", "gap", "aece", "cwece", "dl2ce",
+                         "smece", "aurc", "ece5", "ece10", "ece15", "ece20", "ece30"]
     assert out["brier"] == pytest.approx(M.brier(probs, labels))
+    assert registry.stored() == ("acc", "ece", "nll", "brier", "auc", "gap")
+    assert registry.paper() == registry.bootstrapped() == ("acc", "ece", "nll")
 
 
 def test_bootstrap_resample_values_match_direct_computation():
     probs, labels = random_probs(n=300, seed=2)
-    res = C.bootstrap_resamples(probs, labels, n_boot=5, seed=9)
     idx = np.random.default_rng(9).integers(0, 300, size=(5, 300))
+    assert (C.resample_indices(300, 5, 9) == idx).all()
+    res = {m: registry.get(m).resample(probs, labels, idx) for m in registry.bootstrapped()}
     for r in range(5):
         p, y = probs[idx[r]], labels[idx[r]]
         assert res["acc"][r] == pytest.approx(M.accuracy(p, y), abs=1e-12)
@@ -125,9 +130,10 @@ def test_bootstrap_resample_values_match_direct_computation():
 
 def test_bootstrap_interval_is_reproducible_and_covers_the_estimate():
     probs, labels = random_probs(n=400, seed=4)
-    a = C.bootstrap_ci(probs, labels, n_boot=200)
-    assert a == C.bootstrap_ci(probs, labels, n_boot=200)
-    assert a != C.bootstrap_ci(probs, labels, n_boot=200, seed=1)
+    fns = {m: registry.get(m).resample for m in registry.bootstrapped()}
+    a = C.bootstrap_ci(probs, labels, fns, n_boot=200)
+    assert a == C.bootstrap_ci(probs, labels, fns, n_boot=200)
+    assert a != C.bootstrap_ci(probs, labels, fns, n_boot=200, seed=1)
     for m, fn in (("acc", M.accuracy), ("ece", M.ece), ("nll", M.nll)):
         lo, hi = a[m]
         assert lo < fn(probs, labels) < hi

@@ -27,10 +27,10 @@ def _runstate(path):
 
 
 def _measures(path):
-    from bench.report.measures import Cache
+    from bench.report.cells import Cache
 
     cache = Cache(path)
-    cache.get("run", "k", lambda: {"plain": {}})
+    cache.used["run"] = {"key": "k", "value": {"values": {}}}
     return path, cache.save
 
 

@@ -20,18 +20,25 @@ def test_accuracy_counts_argmax_hits():
     assert M.accuracy(probs, np.array([0, 0, 0])) == pytest.approx(2 / 3)
 
 
-def test_nll_matches_sklearn_log_loss():
+def test_nll_matches_sklearn_log_loss_on_float32_probabilities():
+    """One NLL for every float type: scikit-learn's log_loss of the float32
+    probabilities (the released code's call: it clips at float32's eps)."""
     probs, labels = random_probs()
     p64 = probs.astype(np.float64)
     p64 /= p64.sum(1, keepdims=True)
-    assert M.nll(p64, labels) == pytest.approx(log_loss(labels, p64, labels=range(6)), rel=1e-12)
+    expected = log_loss(labels, p64.astype(np.float32), labels=range(6))
+    assert M.nll(p64, labels) == pytest.approx(expected, rel=1e-6)
+    # the same clip either way: float32 rounding of p is all that differs
+    assert M.nll(p64, labels) == pytest.approx(M.nll(p64.astype(np.float32), labels), rel=1e-7)
 
 
-def test_nll_clips_zero_probability_like_sklearn():
+def test_nll_clips_zero_probability_at_float32_eps():
     probs = np.array([[1.0, 0.0], [0.5, 0.5]])
     labels = np.array([1, 0])
-    assert M.nll(probs, labels) == pytest.approx(log_loss(labels, probs), rel=1e-12)
-    assert np.isfinite(M.nll(probs, labels))
+    eps = float(np.finfo(np.float32).eps)
+    assert M.nll(probs, labels) == pytest.approx((-np.log(eps) - np.log(0.5)) / 2, rel=1e-12)
+    assert M.nll(probs, labels) == pytest.approx(log_loss(labels, probs.astype(np.float32)),
+                                                 rel=1e-6)
 
 
 def test_nll_clips_float32_like_sklearn():
@@ -172,10 +179,12 @@ def test_auc_skips_only_classes_without_both_positives_and_negatives():
     assert np.isnan(M.auc_ovr_macro(probs, np.zeros(12, dtype=int)))  # one class only
 
 
-def test_all_metrics_names_and_values():
+def test_stored_measures_names_and_values():
+    from bench.core.measures import stored_values
+
     probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.5, 0.4, 0.1]])
     labels = np.array([0, 2, 1])
-    got = M.all_metrics(probs, labels)
+    got = stored_values(probs, labels)
     assert set(got) == {"acc", "ece", "nll", "brier", "auc", "gap"}
     assert got["acc"] == pytest.approx(2 / 3)
     assert got["nll"] == pytest.approx(-(np.log(0.7) + np.log(0.8) + np.log(0.4)) / 3)

@@ -11,7 +11,7 @@ from sklearn.metrics import accuracy_score, log_loss
 from torchmetrics.classification import MulticlassCalibrationError
 
 from bench.core.store import write_record
-from bench.report.derived import deep_ensemble, temperature_scaled
+from variantutil import deep_ensemble, temperature_scaled
 from bench.report.summary import summary_rows
 
 K = 5

@@ -17,6 +17,13 @@ class FakeRun:
     seed: int
     path: Path
 
+    @property
+    def record(self):  # what curves read of a bench.core.record.Record
+        from types import SimpleNamespace
+
+        return SimpleNamespace(history=json.loads((self.path / "metrics.json").read_text())
+                               .get("history") or {})
+
 
 def _record(root: Path, method: str, seed: int, losses, val_nll) -> FakeRun:
     path = root / method / f"seed{seed}"

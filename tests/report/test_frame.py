@@ -305,6 +305,10 @@ def test_config_notes_name_the_rule_and_every_ignored_config(known):
 RUNS_COLUMNS = ["dataset", "backbone", "method", "config_hash", "seed", "heads", "acc", "ece",
                 "nll", "brier", "auc", "gap", "n_params", "train_seconds",
                 "train_images_per_s", "infer_ms_per_image", "path"]
+# after the path: the measures computed from the logits, their bootstrap bounds
+MEASURE_COLUMNS = ["aece", "cwece", "dl2ce", "smece", "aurc", "ece5", "ece10", "ece15", "ece20",
+                   "ece30", "acc_boot_lo", "acc_boot_hi", "ece_boot_lo", "ece_boot_hi",
+                   "nll_boot_lo", "nll_boot_hi", "boot_resamples", "boot_seed"]
 FAILURE_HEADER = ["dataset", "backbone", "method", "seed", "reason", "last_step", "path",
                   "config_hash"]
 
@@ -320,8 +324,8 @@ def test_csv_files_have_the_documented_columns_and_values(known, tmp_path):
     assert raw.count(b"\r\n") == len(runs) + 1 == raw.count(b"\n")
     with open(path) as fh:
         rows = list(csv.reader(fh))
-    assert rows[0] == RUNS_COLUMNS and len(rows) == len(runs) + 1
-    got = {tuple(r[:5]) + (r[-1],) for r in rows[1:]}
+    assert rows[0] == RUNS_COLUMNS + MEASURE_COLUMNS and len(rows) == len(runs) + 1
+    got = {tuple(r[:5]) + (r[len(RUNS_COLUMNS) - 1],) for r in rows[1:]}
     assert got == {(r.dataset, r.backbone, r.method, r.chash, str(r.seed), str(r.path))
                    for r in runs}
     groups, _ = aggregate.build_cells(runs, with_ts=False)
@@ -329,11 +333,14 @@ def test_csv_files_have_the_documented_columns_and_values(known, tmp_path):
     path = aggregate.write_cells_csv(groups, expected, tmp_path / "c" / "d" / "g.csv")
     table = _csv(path)
     metrics, costs = RUNS_COLUMNS[6:12], RUNS_COLUMNS[12:16]
+    extra = MEASURE_COLUMNS[:10]
     assert list(table[0]) == ["dataset", "backbone", "row", "method", "config_hash", "n", "N",
                               "seeds", *[f"{m}_{s}" for m in metrics for s in ("mean", "std")],
-                              *costs, "variant"]
+                              *costs, "variant",
+                              *[f"{m}_{s}" for m in extra for s in ("mean", "std")],
+                              *[f"{m}_ci_{s}" for m in (*metrics, *extra) for s in ("lo", "hi")]]
     assert list(aggregate.cells_frame({}, {}).columns) == list(table[0])  # header even if empty
-    assert list(aggregate.runs_frame([]).columns) == RUNS_COLUMNS
+    assert list(aggregate.runs_frame([]).columns) == RUNS_COLUMNS + MEASURE_COLUMNS
     cell = next(r for r in table if (r["backbone"], r["row"]) == ("resnet50", "sl1h"))
     assert (cell["dataset"], cell["method"], cell["config_hash"], cell["seeds"]) == (
         "toy", "sl1h", "abc123", "0 1 2")
@@ -392,4 +399,4 @@ def test_a_cell_of_one_run_is_a_group_of_one(known):
     groups, _ = aggregate.build_cells([run], with_ts=False)
     (key, group), = groups.items()
     assert key == (run.dataset, run.backbone, run.method) and group.seeds == (run.seed,)
-    assert group.mean("acc") == run.metrics["acc"] and group.std("acc") == 0.0
+    assert group.mean("acc") == run.record.stored("test")["acc"] and group.std("acc") == 0.0

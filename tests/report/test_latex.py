@@ -12,7 +12,7 @@ from sklearn.metrics import log_loss
 
 from bench.core import store
 from bench.cli.main import main
-from bench.report.derived import temperature_scaled
+from variantutil import temperature_scaled
 
 BACKBONES = ("resnet50", "convnext_tiny")  # the paper's column order
 ROWS = ("sl1h", "ls", "dens", "2hml", "4hml")

@@ -3,7 +3,6 @@ records: numbers against independent implementations (torchmetrics,
 uncertainty-calibration, relplot, scipy) and hand-worked values; the default
 tables byte-identical to those made before the measures existed."""
 import csv
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +15,13 @@ from torchmetrics.classification import MulticlassCalibrationError
 import bench.results
 from bench.cli.main import main
 from bench.core import store
-from bench.report import measures
+from bench.core import measures as M
+from bench.core import variants as V
+from bench.core.record import Record
 
 GOLDEN = Path(__file__).parent / "golden_default"
 ALL = "ece,aece,cwece,smece,brier,aurc"
+EXTRA = [m for m in M.names() if m not in M.stored()]  # computed from the logits
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +103,7 @@ def test_derived_rows_get_the_measures_by_hand(full):
 def test_ts_rows_measures_are_those_of_the_scaled_logits(full, records):
     import calibration
 
-    from bench.report.derived import temperature_scaled
+    from variantutil import temperature_scaled
 
     rows = {(r["backbone"], r["row"]): r for r in _csv(full / "groups.csv")}
     values = []
@@ -136,12 +138,12 @@ def _md_rows(path):
 
 def test_rank_averages_the_columns_shown(full):
     head, body = _md_rows(full / "tables" / "toy_main.md")
-    assert head[1:10] == ["ResNet50 ACC↑", "ECE↓", "aECE↓", "cwECE↓", "smECE↓", "Brier↓", "AURC↓",
-                          "Gap", "Rank↓"]
+    assert head[1:10] == ["ResNet50 ACC↑", "ECE↓", "Gap", "aECE↓", "cwECE↓", "smECE↓", "Brier↓",
+                          "AURC↓", "Rank↓"]
     for block in (1, 10):
         num = lambda cell: float(cell.split()[0])  # noqa: E731
         ranks = []
-        for col in range(block, block + 7):
+        for col in (block, block + 1, *range(block + 3, block + 8)):  # Gap is not ranked
             vals = np.array([num(r[col]) for r in body])
             ranks.append(sps.rankdata(-vals if col == block else vals, method="ordinal"))
         expected = np.mean(ranks, axis=0)
@@ -160,22 +162,29 @@ def test_ci_replaces_std_in_the_std_table(full):
 
 
 def test_measures_are_cached_and_recomputed_when_a_record_changes(records, tmp_path, monkeypatch):
+    import shutil
+
+    results = tmp_path / "results"
+    shutil.copytree(records, results)
     calls = []
-    real = measures.run_entry
-    monkeypatch.setattr(measures, "run_entry", lambda p, ts: calls.append(p) or real(p, ts))
-    args = ["report", "--results", str(records), "--out", str(tmp_path), "--no-plots",
+    real = V.Variant.apply
+    monkeypatch.setattr(V.Variant, "apply",
+                        lambda self, p: calls.append((self.name, p["test_logits"].sum())) or
+                        real(self, p))
+    args = ["report", "--results", str(results), "--out", str(tmp_path / "out"), "--no-plots",
             "--no-progress", "--method", "ls"]
-    assert main(args) == 0
-    assert len(calls) == 5 and (tmp_path / "cache" / "measures.json").is_file()
-    first = (tmp_path / "runs.csv").read_bytes()
+    assert main(args) == 0  # 5 records x plain, ts-base, ts
+    assert len(calls) == 15 and (tmp_path / "out" / "cache" / "measures.json").is_file()
+    first = (tmp_path / "out" / "runs.csv").read_bytes()
     calls.clear()
     assert main(args) == 0
-    assert calls == [] and (tmp_path / "runs.csv").read_bytes() == first
-    changed = store.record_dir(records, "toy", "resnet50", "ls", "abc123", 1)
-    npz = changed / "predictions.npz"
-    os.utime(npz, ns=(npz.stat().st_atime_ns, npz.stat().st_mtime_ns + 10**9))
+    assert calls == [] and (tmp_path / "out" / "runs.csv").read_bytes() == first
+    changed = store.record_dir(results, "toy", "resnet50", "ls", "abc123", 1)
+    rec = Record(changed, results)
+    arrays = {**rec.predictions, "test_logits": rec.predictions["test_logits"] * 2}
+    store.write_record(changed, rec.config, rec.metrics, arrays)  # a new checksum
     assert main(args) == 0
-    assert calls == [changed]
+    assert sorted(n for n, _ in calls) == ["plain", "ts", "ts-base"]
 
 
 def test_bad_metrics_is_one_line_before_anything_is_written(records, tmp_path, capsys):
@@ -189,7 +198,7 @@ def test_bad_metrics_is_one_line_before_anything_is_written(records, tmp_path, c
 
 def test_results_load_has_every_measure(records):
     df = bench.results.load(records)
-    for m in (*measures.EXTRA, "acc_boot_lo", "nll_boot_hi"):
+    for m in (*EXTRA, "acc_boot_lo", "nll_boot_hi"):
         assert df[f"test_{m}"].notna().all(), m
     row = df[(df.backbone == "resnet50") & (df.method == "2hml") & (df.seed == 0)].iloc[0]
     probs, labels = _probs(Path(row.path))
@@ -216,8 +225,9 @@ def test_records_without_checksums_get_every_measure_and_interval(records, tmp_p
     assert main(["report", "--results", str(old), "--out", str(out), "--no-plots",
                  "--no-progress", "--metrics", ALL, "--ci"]) == 0
     rows = _csv(out / "runs.csv")
-    assert all(r[m] != "" for r in rows for m in (*measures.EXTRA, "ece_boot_lo"))
-    assert measures.record_key(Path(rows[0]["path"])).split(":")[1] == ""  # no checksum
+    assert all(r[m] != "" for r in rows for m in (*EXTRA, "ece_boot_lo"))
+    digest = Record(Path(rows[0]["path"])).digest  # no checksum: size and mtime
+    assert len(digest.split(":")) == 2 and all(p.isdigit() for p in digest.split(":"))
     groups = _csv(out / "groups.csv")
     assert all(g["acc_ci_lo"] != "" for g in groups if g["variant"] in ("seeds", "dens")
                and int(g["n"]) > 1 or g["variant"] == "dens")

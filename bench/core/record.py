@@ -1,0 +1,140 @@
+"""`Record`: one run record as the rest of the harness reads it.
+
+A record folder (bench.core.store) holds config.json, metrics.json and
+predictions.npz. A Record parses each at most once, when first asked for
+(a report of 360 records that finds every value in its cache never opens a
+predictions file), and is the only reader of them outside bench.core: the
+report, the sweep's summaries, TensorBoard export and bench.results all go
+through it. Arrays load with allow_pickle=False: a record is data, never code.
+"""
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from bench.core import files, store
+
+# The run's cost as metrics.json stores it (tables' --cost columns, CSVs).
+COSTS = ("n_params", "train_seconds", "train_images_per_s", "infer_ms_per_image")
+
+
+class Record:
+    """The record folder `path` (under the results root `root`)."""
+
+    def __init__(self, path, root=None):
+        self.path = Path(path)
+        self.root = Path(root) if root is not None else store.RecordKey.root_of(self.path)
+        self.key = store.RecordKey.parse(self.path, self.root)
+
+    def __repr__(self) -> str:
+        return f"Record({self.key.label})"
+
+    # ------------------------------------------------------------ files --
+    @cached_property
+    def metrics(self) -> dict:
+        """metrics.json (OSError / ValueError when missing or unreadable)."""
+        obj = files.read_json(self.path / "metrics.json")
+        if not isinstance(obj, dict):
+            raise ValueError("metrics.json: not an object")
+        return obj
+
+    @cached_property
+    def config(self) -> dict:
+        """config.json, or {} where an older record has none or it is unreadable."""
+        try:
+            obj = files.read_json(self.path / "config.json")
+        except (OSError, ValueError):
+            return {}
+        return obj if isinstance(obj, dict) else {}
+
+    @cached_property
+    def predictions(self) -> dict[str, np.ndarray]:
+        """val/test logits [N, M, K] and labels [N], never unpickled."""
+        with np.load(self.path / "predictions.npz", allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+
+    @cached_property
+    def damaged(self) -> str | None:
+        """Why the record cannot be used (store.verify), or None when intact."""
+        try:
+            metrics = self.metrics
+        except FileNotFoundError:
+            return "metrics.json: missing"
+        except (OSError, ValueError):
+            return "metrics.json: unreadable"
+        return store.check(self.path, metrics)
+
+    # ----------------------------------------------------------- fields --
+    @property
+    def dataset(self) -> str:
+        return self.config.get("dataset", self.key.dataset)
+
+    @property
+    def backbone(self) -> str:
+        return self.config.get("backbone", self.key.backbone)
+
+    @property
+    def method(self) -> str:
+        return self.config.get("method", self.key.method)
+
+    @property
+    def config_hash(self) -> str:
+        return self.key.config_hash
+
+    @property
+    def seed(self) -> int:
+        return int(self.config.get("seed", self.key.seed))
+
+    @property
+    def heads(self) -> int:
+        return int(self.config.get("heads", 1))
+
+    def stored(self, split: str = "test") -> dict[str, float]:
+        """The measures the trainer stored for `split` (bench.core.measures.stored)."""
+        return {k: float(v) for k, v in (self.metrics.get(split) or {}).items()}
+
+    @property
+    def cost(self) -> dict[str, float]:
+        return {k: float(self.metrics[k]) for k in COSTS if self.metrics.get(k) is not None}
+
+    @property
+    def history(self) -> dict:
+        return self.metrics.get("history") or {}
+
+    @property
+    def provenance(self) -> dict:
+        return self.config.get("provenance", {})
+
+    @property
+    def digest(self) -> str:
+        """What identifies this state of the predictions, for caches: their
+        recorded sha256, else (older records) size and modification time."""
+        st = os.stat(self.path / "predictions.npz")
+        sha = ((self.metrics.get("files") or {}).get("predictions.npz") or {}).get("sha256", "")
+        return sha or f"{st.st_size}:{st.st_mtime_ns}"
+
+    @property
+    def mtime(self) -> float:
+        """When metrics.json was written (the --config latest rule), 0 if unknown."""
+        try:
+            return (self.path / "metrics.json").stat().st_mtime
+        except OSError:
+            return 0.0
+
+
+def records(root, paths=None) -> list[Record]:
+    """Every complete record under `root` (store.iter_records), or the given paths."""
+    root = Path(root)
+    if paths is None:
+        return [Record(k.path(root), root) for k in store.iter_records(root)]
+    return [Record(p, root) for p in paths]
+
+
+def read_side(record, suffix: str) -> dict | None:
+    """A record's side file <config-hash>/_sweep/seed<k>.<suffix> (progress.json,
+    failed.json, ...) as a dict, None when absent or unreadable."""
+    obj = files.read_json(store.side_file(record, suffix), default=None)
+    return obj if isinstance(obj, dict) else None
