@@ -23,8 +23,8 @@
 #   extra      EXTRA_CMD under EXTRA_LIMIT, with PY, OUT_DIR, DEVICE and REPO set
 #              (a session's own measurement, e.g. gpuplan --compile).
 # Every step runs under `timeout`, so a hang cannot eat the budget; the default
-# steps take at most SYNC_LIMIT + (GPLAN_BUDGET + 45) + E2E_LIMIT + REPORT_LIMIT +
-# 2 x DET_LIMIT + SBS_LIMIT + 2 x PERF_LIMIT + setup. On the H100 of 2026-11-27 the
+# steps take at most SYNC_LIMIT + (GPLAN_BUDGET + GPLAN_SLACK) + E2E_LIMIT + REPORT_LIMIT +
+# 2 x DET_LIMIT + SBS_LIMIT + 2 x PERF_LIMIT + setup (the limits times LIMIT_SCALE). On the H100 of 2026-11-27 the
 # machine started in about 30 s, and the e2e step needed more than 90 s (docs/speed.md).
 # Output: ONE file, gpu_check.tar.gz under $OUT (else ./gpu_out), rewritten after
 # every step so a run cut short still brings back what it measured (the device tool
@@ -35,6 +35,11 @@
 # needs: on THIS machine first run `bash benchmarks/gpu_wheels.sh` (it builds them
 # into .whl/) and call the device with carry=[".whl"]; the script installs them.
 set -u
+LIMIT_SCALE="${LIMIT_SCALE:-1}"  # multiplies every hard limit (see the limits below)
+case "$LIMIT_SCALE" in
+    ''|*[!0-9]*|0) echo "gpu_check.sh: LIMIT_SCALE must be a whole number >= 1, got '$LIMIT_SCALE'" >&2
+                   exit 2 ;;
+esac
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 BACK_DIR="${OUT:-$REPO/gpu_out}"   # what comes back: gpu_check.tar.gz alone
 BACK_DIR="$(mkdir -p "$BACK_DIR" && cd "$BACK_DIR" && pwd)" || exit 2
@@ -78,6 +83,14 @@ SYNC_ARGS="${SYNC_ARGS:-}"          # extra bench.speed.syncs flags (CPU dry run
 GPLAN_ARGS="${GPLAN_ARGS:-}"        # extra gpuplan flags (CPU dry run: tiny settings)
 PERF_ARGS="${PERF_ARGS:-}"
 EXTRA_LIMIT="${EXTRA_LIMIT:-120}"   # hard limit for the `extra` step (EXTRA_CMD)
+SBS_TIMEOUT="${SBS_TIMEOUT:-40}"    # bench.speed.sidebyside's own wait for each K's processes
+GPLAN_SLACK="${GPLAN_SLACK:-45}"    # gpuplan's hard limit beyond its budget (imports, CUDA start)
+# LIMIT_SCALE (a whole number, default 1) multiplies every hard limit and wait
+# above, never a measurement budget (GPLAN_BUDGET, PERF_STEPS): a slow or
+# loaded machine (the CPU test beside other jobs) takes longer, it does not hang.
+for v in SYNC_LIMIT SBS_LIMIT E2E_LIMIT REPORT_LIMIT PERF_LIMIT DET_LIMIT EXTRA_LIMIT SBS_TIMEOUT GPLAN_SLACK; do
+    printf -v "$v" '%s' "$(( ${!v} * LIMIT_SCALE ))"
+done
 ALL_STEPS="syncs gpuplan e2e det sidebyside perf extra"
 STEPS="${STEPS:-syncs gpuplan e2e det sidebyside perf}"  # which steps, in this order
 export PYTHONUNBUFFERED=1
@@ -130,10 +143,10 @@ step_syncs() {
 
 step_gpuplan() {
     echo "== gpuplan: bench.speed.gpuplan (budget ${GPLAN_BUDGET}s)"
-    # +45 s: imports and CUDA start-up come before gpuplan's clock, and a job checks
-    # the clock between steps (a first 224 px step with cuDNN's search can run long)
+    # +GPLAN_SLACK: imports and CUDA start-up come before gpuplan's clock, and a job
+    # checks the clock between steps (a first 224 px step with cuDNN's search can run long)
     # shellcheck disable=SC2086
-    timeout -k 10 $((GPLAN_BUDGET + 45)) "$PY" -m bench.speed.gpuplan --device "$DEVICE" \
+    timeout -k 10 $((GPLAN_BUDGET + GPLAN_SLACK)) "$PY" -m bench.speed.gpuplan --device "$DEVICE" \
         --budget-s "$GPLAN_BUDGET" --out "$OUT_DIR/gpuplan.json" $GPLAN_ARGS \
         2>&1 | tee "$OUT_DIR/gpuplan.log"
     echo "gpuplan exit: ${PIPESTATUS[0]}"
@@ -143,7 +156,7 @@ step_sidebyside() {
     echo "== sidebyside: bench.speed.sidebyside (limit ${SBS_LIMIT}s)"
     # shellcheck disable=SC2086
     timeout -k 5 "$SBS_LIMIT" "$PY" -m bench.speed.sidebyside --device "$DEVICE" --processes 1,2,3 \
-        --steps 30 --warmup 5 --timeout-s 40 --out "$OUT_DIR/sidebyside.json" $SBS_ARGS \
+        --steps 30 --warmup 5 --timeout-s "$SBS_TIMEOUT" --out "$OUT_DIR/sidebyside.json" $SBS_ARGS \
         2>&1 | tee "$OUT_DIR/sidebyside.log"
     echo "sidebyside exit: ${PIPESTATUS[0]}"
 }
@@ -189,7 +202,7 @@ step_det() {
         # shellcheck disable=SC2086
         timeout -k 5 "$DET_LIMIT" "$PY" -m bench.speed.gpuplan --device "$DEVICE" --datasets kvasir \
             --backbones resnet50 --heads 4 --strategies single --steps 15 --warmup 3 \
-            --eval-images 256 --budget-s $((DET_LIMIT - 10)) --set deterministic=$flag \
+            --eval-images 256 --budget-s $((DET_LIMIT / LIMIT_SCALE - 10)) --set deterministic=$flag \
             --no-progress --out "$OUT_DIR/det_$det.json" $DET_ARGS 2>&1 | tee "$OUT_DIR/det_$det.log"
         echo "deterministic=$det exit: ${PIPESTATUS[0]}"
         pack

@@ -12,7 +12,11 @@ What a cluster user meets, each handled here:
 - time limit and preemption: Slurm signals the task (SIGUSR2, `signal_delay_s`
   before the limit), submitit calls `SlurmTask.checkpoint` and requeues the
   same task, which resumes from its run's last saved cycle end
-  (bench.train.resume); nothing else needs saving at that moment.
+  (bench.train.resume); nothing else needs saving at that moment;
+- submitit's files are pickles (each task unpickles its call, the sweep each
+  task's result): their folder is made readable and writable by this user
+  alone, so on a shared disk (group-writable results) nobody else can swap
+  one and run code as this user (docs/design-notes.md, "Files read back").
 """
 from __future__ import annotations
 
@@ -205,7 +209,7 @@ def submit(specs, opts):
     import submitit
 
     quiet_sacct()
-    folder = Path(opts.slurm_folder or Path(specs[0].results) / "_submitit")
+    folder = private_folder(Path(opts.slurm_folder or Path(specs[0].results) / "_submitit"))
     params = parameters(opts)
     executor = submitit.AutoExecutor(folder=folder / "%j", cluster=opts.submitit_cluster)
     executor.update_parameters(**params)
@@ -213,6 +217,18 @@ def submit(specs, opts):
         return executor.map_array(SlurmTask(), specs)
     except Exception as err:  # noqa: BLE001 - sbatch's refusal, as one line
         raise scheduler_error(err, opts) from None
+
+
+def private_folder(folder: Path) -> Path:
+    """`folder`, made if missing, with mode 0700; one line if another user owns it."""
+    import os
+
+    folder.mkdir(parents=True, exist_ok=True)
+    if folder.stat().st_uid != os.getuid():
+        raise BenchError(f"--slurm-folder {folder}: owned by another user; submitit's pickles "
+                         "need a folder only you can write (give --slurm-folder DIR)")
+    folder.chmod(0o700)
+    return folder
 
 
 # ------------------------------------------------------------------ wait --

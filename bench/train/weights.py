@@ -96,8 +96,11 @@ def _torchvision_file(tag: str, download: bool) -> tuple[str, str] | None:
     url = get_weight(tag).url
     local = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(url)
     if not local.is_file() and download:
-        try:
-            torch.hub.load_state_dict_from_url(url, progress=False)
+        try:  # the file only: load_state_dict_from_url would also unpickle it (weights_only=False)
+            local.parent.mkdir(parents=True, exist_ok=True)
+            prefix = torch.hub.HASH_REGEX.search(local.name)  # torchvision names carry a sha256 prefix
+            torch.hub.download_url_to_file(url, str(local), prefix.group(1) if prefix else None,
+                                           progress=False)
         except Exception as err:  # network: one line to the user
             raise BenchError(f"could not download {tag}: {str(err).splitlines()[0][:120]}; "
                              "pass --weights PATH instead") from None

@@ -92,6 +92,8 @@ def test_submitit_local_executor_runs_a_two_run_grid_and_resumes(tmp_path, capsy
     specs = specs_for(run_args(tmp_path, "--seeds", "2"))
     assert complete(specs) == specs
     assert len(_job_folders(tmp_path)) == 2  # one submitit job per run
+    # its pickles' folder is this user's alone (a shared disk cannot swap one)
+    assert (tmp_path / "_submitit").stat().st_mode & 0o777 == 0o700
     for spec in specs:
         config = store.read_json(spec.record / "config.json")
         assert config["seed"] == spec.seed and config["config_hash"] == spec.chash
