@@ -62,6 +62,10 @@ def add_parser(sub) -> None:
     p.add_argument("--ci", action="store_true",
                    help="95%% intervals in the std table in place of ± std (over seeds; "
                         "D-Ens and one-seed cells: bootstrap over test samples)")
+    p.add_argument("--variants", metavar="LIST",
+                   help="post-hoc calibrators fitted on the validation split, comma list of "
+                        "ts, vs, dirichlet, hb, iso, ets (`bench list`): a post-hoc table per "
+                        "dataset, each method's un-scaled row then one row per calibrator")
     p.add_argument("--no-ts", action="store_true", help="skip temperature scaling")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-progress", action="store_true")

@@ -5,11 +5,12 @@ ACC↑ / ECE↓ / Gap / NLL↓ / Rank↓ (optionally Params / Train s / Train im
 multicolumn header with a cmidrule; values x100 with two decimals, Rank with
 one; best Rank per block underlined bold, second best bold; D-Ens between
 double rules; in the TS table each method is followed by its +TS row whose
-ACC is a ditto mark. Only booktabs, rotating (sideways tables) and amssymb.
+ACC is a ditto mark. A table wider than the line (many backbones, measures
+or cost columns) is scaled down to fit it; one that fits keeps its size.
+Only booktabs, rotating (sideways tables), amssymb and graphicx.
 """
 from __future__ import annotations
 
-from bench.core import variants as V
 from bench.core import measures as M
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,
@@ -20,7 +21,10 @@ from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts,
 DITTO = "''"
 RANK_HEAD = r"Rank$_\downarrow$"
 PREAMBLE = ("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{rotating}\n"
-            "\\usepackage{amssymb}\n")
+            "\\usepackage{amssymb}\n\\usepackage{graphicx}\n")
+# graphicx's \resizebox sees the tabular's natural \width: scaled to the line
+# only when wider than it, so a table that fits is set at its own size
+FIT_OPEN = "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%"
 _ESCAPES = {"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#",
             "$": r"\$", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
 
@@ -48,7 +52,7 @@ def metric_cell(cell, metric: str, with_std: bool, ci: bool = False) -> str:
     interval = cell.ci.get(metric) if ci else None
     if with_std and interval is not None:
         text += f" [{fmt(interval[0])}, {fmt(interval[1])}]"
-    elif with_std and cell.std is not None:
+    elif with_std and not ci and cell.std is not None:  # one notation per table
         text += f"$\\pm${fmt(cell.std[metric])}"
     marks = ["*"] if cell.sig.get(metric) else []
     if metric == "acc" and cell.short:
@@ -65,7 +69,7 @@ def rank_cell(cell) -> str:
 
 def row_cells(table: Table, row) -> list[str]:
     width = len(block_heads(table))
-    out = [f"\\textbf{{{tex_escape(V.TS.label if row.ts else row.label)}}}"
+    out = [f"\\textbf{{{tex_escape(row.suffix or row.label)}}}"
            + ("$^\\dagger$" if row.copied and not row.ts else "")]
     for b in table.backbones:
         out += block_texts(table, table.cells.get((row.key, b)), width, DITTO,
@@ -86,8 +90,8 @@ def header(table: Table) -> list[str]:
 
 
 def rule_between(table: Table, prev, row) -> str:
-    if table.kind == "ts":
-        return "\\midrule" if row.ts else "\\midrule[1.15pt]"
+    if table.kind in ("ts", "posthoc"):
+        return "\\midrule" if row.section == prev.section else "\\midrule[1.15pt]"
     return "\\midrule" if prev.section == row.section else "\\midrule\n\\midrule"
 
 
@@ -95,7 +99,7 @@ def tabular(table: Table) -> str:
     width = len(block_heads(table))
     spec = "c " + " ".join("c" * width for _ in table.backbones)
     lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", *header(table),
-             "\\midrule[1.15pt]" if table.kind == "ts" else "\\midrule"]
+             "\\midrule[1.15pt]" if table.kind in ("ts", "posthoc") else "\\midrule"]
     for i, row in enumerate(table.rows):
         if i:
             lines.append(rule_between(table, table.rows[i - 1], row))
@@ -149,7 +153,7 @@ def fragment(table: Table, missing: list[str] = ()) -> str:
     body = [f"\\begin{{{env}}}", "\\centering", "\\renewcommand{\\arraystretch}{1.03}",
             "\\setlength\\tabcolsep{2pt}"]
     body += [caption, "\\smallskip"] if sideways else []  # the paper: caption above sideways
-    body.append(tabular(table))
+    body += [FIT_OPEN, tabular(table) + "}"]
     if notes:
         body.append("\\par\\smallskip{\\footnotesize " + " \\\\\n".join(notes) + "\\par}")
     body += [] if sideways else [caption]

@@ -8,7 +8,16 @@ from bench.report import textables
 from bench.report.tables import dataset_name, missing_notes
 
 TITLES = {"main": "results", "std": "mean ± std over seeds",
-          "ts": "with/out temperature scaling (+TS rows: head logits averaged, then scaled)"}
+          "ts": "with/out temperature scaling (+TS rows: head logits averaged, then scaled)",
+          "posthoc": "with/out post-hoc calibration fitted on the validation split (head "
+                     "logits averaged first)"}
+
+
+def title(table) -> str:
+    """What the table's cells hold (intervals in the std table with --ci)."""
+    if table.kind == "std" and table.ci:
+        return "mean and 95% interval [lo, hi] over seeds"
+    return TITLES[table.kind]
 
 
 def report_markdown(tables, failures, notes, figures, out: Path) -> str:
@@ -17,7 +26,7 @@ def report_markdown(tables, failures, notes, figures, out: Path) -> str:
              "Rank = mean of the three per-backbone ranks (1 = best; best in bold italics, "
              "second in bold).", ""]
     for t in tables:
-        lines += [f"## {dataset_name(t.dataset, t.names)}: {TITLES[t.kind]}", "",
+        lines += [f"## {dataset_name(t.dataset, t.names)}: {title(t)}", "",
                   textables.render(t, markdown=True, missing=missing_notes(t)), ""]
     if failures:
         lines += ["## Failed or unfinished runs", "", "| run | seed | reason |", "|---|---|---|"]

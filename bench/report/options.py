@@ -17,8 +17,8 @@ from bench.report.captions import check_caption
 from bench.core.paper import DENS
 from bench.report.stats import TESTS
 from bench.core import measures as M
-from bench.report.tables import CAPTIONS, REFERENCE
-KINDS = ("main", "std", "ts")
+from bench.report.tables import CAPTIONS, CI_CAPTION, REFERENCE
+KINDS = ("main", "std", "ts", "posthoc")
 
 
 def metric_choices() -> tuple:
@@ -40,6 +40,7 @@ class ReportOptions:
     caption_main: str | None = None
     caption_std: str | None = None
     caption_ts: str | None = None
+    caption_posthoc: str | None = None
     cost: bool = False
     significance: bool = False
     significance_ref: str = REFERENCE
@@ -108,7 +109,11 @@ class ReportOptions:
         return None if self.seeds is None else parse_seeds(self.seeds)
 
     def caption(self, kind: str) -> str:
-        return getattr(self, f"caption_{kind}") or CAPTIONS[kind]
+        """The caption asked for, else what the table's cells hold."""
+        own = getattr(self, f"caption_{kind}")
+        if own:
+            return own
+        return CI_CAPTION if kind == "std" and self.ci else CAPTIONS[kind]
 
 
 def csv_list(values) -> list[str] | None:

@@ -160,14 +160,14 @@ def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dic
     for ds in sorted(expected):
         sig = {(b, k): v for (d, b, k), v in sig_marks.items() if d == ds}
         for kind in KINDS:
-            if kind == "ts" and opts.no_ts:
+            if kind == "ts" and opts.no_ts or kind == "posthoc" and not opts.variant_list:
                 continue
             t = build_table(kind, ds, cells, expected[ds], opts.backbones, opts.sections,
-                            cost=opts.cost and kind != "ts",
+                            cost=opts.cost and kind in ("main", "std"),
                             sig=sig if opts.significance else None, sig_test=sig_name,
                             caption=opts.caption(kind), metrics=opts.metric_columns,
                             ci=opts.ci, labels=labels, gap=not opts.no_gap,
-                            reference=opts.significance_ref)
+                            reference=opts.significance_ref, variants=opts.variant_list)
             if t is not None:
                 tables.append(t)
     return tables

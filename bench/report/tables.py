@@ -1,9 +1,13 @@
 """The report tables as data: rows, per-backbone cells, ranks and marks.
 
 Pure: groups in, a Table out. bench.report.latex and bench.report.textables render it.
-Three kinds, as the paper: `main` (means), `std` (mean ± std, the
-supplementary's sideways tables) and `ts` (each method followed by its
-temperature-scaled row, ranks over all rows shown).
+Three kinds, as the paper: `main` (means), `std` (mean ± std, or 95%
+intervals with --ci: the supplementary's sideways tables) and `ts` (each
+method followed by its temperature-scaled row, ranks over all rows shown);
+and with `--variants` a fourth, `posthoc` (each method's un-scaled row
+followed by one row per post-hoc calibrator, ranked as the TS table). A
+table carries everything its caption and footnotes say, so they describe
+the rows it shows and nothing else.
 """
 from __future__ import annotations
 
@@ -25,7 +29,13 @@ CAPTIONS = {
     "ts": r"Results on the \textbf{{{dataset} dataset}} with/out Temperature Scaling "
           r"(\textbf{{+TS}}). For each model, \underline{{\textbf{{best}}}} and "
           r"\textbf{{second best}} ranks are marked.",
+    "posthoc": r"Results on the \textbf{{{dataset} dataset}} with/out post-hoc calibration "
+               r"fitted on the validation set. For each model, \underline{{\textbf{{best}}}} "
+               r"and \textbf{{second best}} ranks are marked.",
 }
+# The std table's caption with --ci (its cells are intervals, not std)
+CI_CAPTION = (r"Results on the \textbf{{{dataset} dataset}}, mean and 95\% interval "
+              r"[lo, hi] over {n} training runs.")
 
 
 COST_HEADS = ("Params (M)", "Train (s)", "Train (img/s)", "Infer (ms)")
@@ -122,6 +132,7 @@ class Row:
     label: str  # display name ('SL1H', '+TS' rows carry the method's label + '+TS')
     section: int  # rows of different sections are separated by a double rule
     ts: bool = False  # a +TS row (ditto ACC)
+    suffix: str = ""  # a scaled row's variant label ('+TS', '+VS'): LaTeX prints it alone
     copied: bool = False  # the paper's published numbers, not re-run (marked with a dagger)
 
 
@@ -207,21 +218,44 @@ def ordered_methods(present, sections=None) -> list[list[str]]:
     return [sec for sec in out if sec]
 
 
-def table_rows(kind: str, present, sections=None, labels: dict | None = None) -> list[Row]:
+def row_variants(kind: str, variants=()) -> tuple:
+    """The variants each method's rows show in a table of `kind`: the main
+    and std tables one row (the trained runs), the TS table the un-scaled row
+    and +TS, the post-hoc table the un-scaled row and each calibrator."""
+    if kind == "ts":
+        return V.TS_VARIANTS
+    if kind == "posthoc":
+        return (V.TS_BASE, *(V.get(v) for v in variants))
+    return (V.PLAIN,)
+
+
+def table_rows(kind: str, present, sections=None, labels: dict | None = None,
+               variants=()) -> list[Row]:
     rows = []
     for i, sec in enumerate(ordered_methods(present, sections)):
         for m in sec:
             name, copied = method_name(m, labels), m.endswith(COPIED_SUFFIX)
-            if kind != "ts":
+            if kind in ("main", "std"):
                 rows.append(Row(m, m, name, i, copied=copied))
             elif not m.startswith(paper.DENS):
-                # TS rows: un-scaled (logits averaged, T=1) then +TS; each pair
-                # is its own section so heavy rules separate the pairs.
+                # per method: un-scaled (logits averaged, T=1), then the scaled
+                # rows; each method its own section so heavy rules separate them
                 section = len(rows)
-                for v in V.TS_VARIANTS:
+                for v in row_variants(kind, variants):
                     rows.append(Row(v.key(m), m, name + v.label, section, ts=v is V.TS,
-                                    copied=copied))
+                                    copied=copied, suffix=v.label))
     return rows
+
+
+def reference_row(key: str, reference: str, rows) -> str | None:
+    """The row a significance mark of row `key` compares with: the reference
+    method's row of the same kind (its un-scaled row in a TS or post-hoc
+    table), or None when the table does not show it (a mark against a row
+    the reader cannot see is never printed)."""
+    shown = {r.key: r for r in rows}
+    row = shown[key]
+    ref = reference if row.key == row.method else V.TS_BASE.key(reference)
+    return ref if ref in shown and ref != key else None
 
 
 def round_printed(x: float) -> float:
@@ -230,7 +264,8 @@ def round_printed(x: float) -> float:
     return round(x * 100, 2)
 
 
-def block_cells(rows, backbone, groups, dataset, expected, sig=None, metrics=()) -> dict:
+def block_cells(rows, backbone, groups, dataset, expected, sig=None, metrics=(),
+                reference: str = REFERENCE) -> dict:
     present = [r for r in rows if (dataset, backbone, r.key) in groups]
     gs = [groups[(dataset, backbone, r.key)] for r in present]
     means = [{m: g.mean(m) for m in g.values} for g in gs]
@@ -243,7 +278,9 @@ def block_cells(rows, backbone, groups, dataset, expected, sig=None, metrics=())
         asked = () if r.copied else expected  # a copied row is the paper's 5 runs
         cells[(r.key, backbone)] = Cell(
             mean, std, g.n, len(asked) or g.n, rank, mark,
-            ditto_acc=r.ts, sig=(sig or {}).get((backbone, r.key), {}), cost=dict(g.cost),
+            ditto_acc=r.ts, cost=dict(g.cost),
+            sig=(sig or {}).get((backbone, r.key), {}) if reference_row(r.key, reference, rows)
+            else {},
             missing=tuple(s for s in asked if s not in g.seeds),
             ci=dict(g.extra.get("ci", {})))
     return cells
@@ -253,7 +290,7 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
                 sections=None, cost: bool = False, sig: dict | None = None,
                 sig_test: str | None = None, caption: str | None = None,
                 notes=(), metrics: tuple = (), ci: bool = False, labels: dict | None = None,
-                gap: bool = True, reference: str = REFERENCE) -> Table | None:
+                gap: bool = True, reference: str = REFERENCE, variants=()) -> Table | None:
     """groups: (dataset, backbone, row key) -> aggregate.CellData; expected: the
     seeds asked (n/N marks short cells). sig: optional
     (backbone, row key) -> {metric: bool}. None when nothing to show."""
@@ -263,13 +300,13 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     if kind == "ts":
         methods = {m for m in methods if (sections or m.partition("@")[0] in paper.TS_METHODS)
                    and any((dataset, b, V.TS.key(m)) in groups for b in bbs)}
-    rows = [r for r in table_rows(kind, methods, sections, labels)
+    rows = [r for r in table_rows(kind, methods, sections, labels, variants)
             if any((dataset, b, r.key) in groups for b in bbs)]
     if not rows:
         return None
     cells = {}
     for b in bbs:
-        cells.update(block_cells(rows, b, groups, dataset, expected, sig, metrics))
+        cells.update(block_cells(rows, b, groups, dataset, expected, sig, metrics, reference))
     return Table(kind, dataset, tuple(bbs), tuple(rows), cells, caption or CAPTIONS[kind],
                  f"tab:{dataset}_{kind}", len(expected), cost, sig_test if sig else None,
                  tuple(notes), tuple(metrics), ci, tuple(sorted((labels or {}).items())), gap,
@@ -295,8 +332,10 @@ def copied_note(table: Table) -> str | None:
 def ci_note(table: Table) -> str | None:
     if not (table.ci and table.kind == "std"):
         return None
-    return ("[lo, hi]: 95% interval of the mean over seeds (Student t); one-number rows "
-            "(D-Ens, one seed): 95% bootstrap interval over test samples (ACC, ECE, NLL)")
+    boot = ", ".join(M.get(m).head for m in M.bootstrapped())
+    return ("[lo, hi]: 95% interval of the mean over seeds (Student t), cut to the "
+            f"measure's range; one-number rows (D-Ens, one seed): 95% bootstrap interval over "
+            f"test samples ({boot}); a value without one has no interval")
 
 
 def missing_notes(table: Table) -> list[str]:
@@ -306,7 +345,7 @@ def missing_notes(table: Table) -> list[str]:
     for r in table.rows:
         for b in table.backbones:
             c = table.cells.get((r.key, b))
-            if c is not None and c.short and not r.ts:
+            if c is not None and c.short and not r.suffix:
                 seeds = ", ".join(map(str, c.missing))
                 out.append(f"{method_name(r.method, table.names)} / "
                            f"{backbone_name(b, table.names)}: {c.n} of {c.N} "

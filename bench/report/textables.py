@@ -27,7 +27,7 @@ def _value(cell, metric: str, with_std: bool, ci: bool = False) -> str:
     interval = cell.ci.get(metric) if ci else None
     if with_std and interval is not None:
         text += f" [{interval[0] * 100:.2f}, {interval[1] * 100:.2f}]"
-    elif with_std and cell.std is not None:
+    elif with_std and not ci and cell.std is not None:  # one notation per table
         text += f" ± {cell.std[metric] * 100:.2f}"
     if cell.sig.get(metric):
         text += "*"
