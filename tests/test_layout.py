@@ -234,6 +234,51 @@ def test_no_record_path_outside_the_store():
         "and call it from here")
 
 
+# ------------------------------------------- a record's files: bench/core only --
+# A record's files (config.json, metrics.json, predictions.npz) are read by
+# bench.core (bench.core.record.Record and bench.core.store) and nowhere else:
+# no other module names one in its code (docstrings and comments may).
+RECORD_FILES = ("config.json", "metrics.json", "predictions.npz")
+
+
+def record_file_sites(source: str) -> list[int]:
+    """Lines of `source` whose code names a record's file as a path (a string
+    that is the file's name, not a docstring or a message) or calls
+    store.load_predictions."""
+    tree = ast.parse(source)
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)}
+    lines = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docs  # a message may name one; a path is the name alone
+                and node.value.rpartition("/")[2] in RECORD_FILES):
+            lines.add(node.lineno)
+        if isinstance(node, ast.Attribute) and node.attr == "load_predictions":
+            lines.add(node.lineno)
+    return sorted(lines)
+
+
+def test_no_module_outside_core_reads_a_record_file():
+    sites = {name: lines for name, path in MODULES.items()
+             if not name.startswith("bench.core.")
+             and (lines := record_file_sites(path.read_text()))}
+    assert sites == {}, "read a record through bench.core.record.Record"
+
+
+def test_the_record_file_check_finds_each_kind():
+    source = '''"""A docstring naming metrics.json is fine."""
+def f(path):
+    """So is this one: config.json."""
+    m = read_json(path / "metrics.json")
+    print("a message naming config.json is no read")
+    return store.load_predictions(path)
+'''
+    assert record_file_sites(source) == [4, 6]
+
+
 def test_the_record_path_heuristic_finds_each_kind():
     source = '''
     d = root / ds / bb / m / h / f"seed{k}"

@@ -133,6 +133,29 @@ def records(root, paths=None) -> list[Record]:
     return [Record(p, root) for p in paths]
 
 
+def failure_reports(root) -> list[tuple[Path, dict, str]]:
+    """(file, its contents, kind) of every file that tells of a run that did
+    not finish (store.failure_files): kind 'not-done' for a record whose
+    metrics.json is not marked done, 'failed' for a failure file. An
+    unreadable file is reported with the reason, never raised."""
+    out = []
+    for f in store.failure_files(root):
+        try:
+            obj = files.read_json(f)
+            obj = obj if isinstance(obj, dict) else {}
+        except (OSError, ValueError) as err:
+            obj = {"reason": f"unreadable {f.name}: {err}"}
+        is_record = f.name == "metrics.json"
+        if not (is_record and obj.get("status") == store.DONE):
+            out.append((f, obj, "not-done" if is_record else "failed"))
+    return out
+
+
+def has_metrics(record) -> bool:
+    """Whether the record folder holds a metrics.json at all (done or not)."""
+    return (Path(record) / "metrics.json").exists()
+
+
 def read_side(record, suffix: str) -> dict | None:
     """A record's side file <config-hash>/_sweep/seed<k>.<suffix> (progress.json,
     failed.json, ...) as a dict, None when absent or unreadable."""

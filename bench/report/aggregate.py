@@ -21,7 +21,7 @@ from bench.core import variants as V
 from bench.core.errors import BenchError
 from bench.core.outcomes import Failure
 from bench.core.paper import DENS, ENSEMBLE_OF
-from bench.core.record import COSTS, Record
+from bench.core.record import COSTS, failure_reports
 from bench.report import frame
 from bench.report.cells import Cache, CellData, Run, make_cell, run_rows
 
@@ -68,23 +68,13 @@ def find_failures(results) -> list[dict]:
     root = Path(results)
     if not root.exists():
         return []
-    out = []
-    for f in store.failure_files(root):
-        try:
-            obj = store.read_json(f)
-            obj = obj if isinstance(obj, dict) else {}
-        except (OSError, ValueError) as err:
-            obj = {"reason": f"unreadable {f.name}: {err}"}
-        if f.name == "metrics.json" and obj.get("status") == store.DONE:
-            continue
-        out.append(_failure_row(root, f, obj))
-    return out
+    return [_failure_row(root, f, obj, kind) for f, obj, kind in failure_reports(root)]
 
 
-def _failure_row(root: Path, f: Path, obj: dict) -> dict:
+def _failure_row(root: Path, f: Path, obj: dict, kind: str) -> dict:
     found = store.key_fields(root, f)  # the file's own fields first, then its path's
     names = [obj.get(k, "") or found[k] for k in ("dataset", "backbone", "method")]
-    return Failure("not-done" if f.name == "metrics.json" else "failed", *names,
+    return Failure(kind, *names,
                    obj.get("config_hash") or found["config_hash"],
                    obj["seed"] if obj.get("seed", "") != "" else found["seed"], _reason(obj),
                    str(f), obj.get("last_step", obj.get("step", ""))).to_row()

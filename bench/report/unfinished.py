@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.core import store
 from bench.core.outcomes import Failure
-from bench.core.record import read_side
+from bench.core.record import has_metrics, read_side
 
 LEFT_BEHIND = ("lock", "progress.json")  # side files a killed run leaves
 
@@ -48,7 +48,7 @@ def unfinished_runs(results, live=None) -> list[dict]:
     rows = _interrupted(root, live)
     for key in store.iter_seed_dirs(root):
         record = key.path(root)
-        if record not in rows and not (record / "metrics.json").exists():
+        if record not in rows and not has_metrics(record):
             rows[record] = _row("incomplete", key, record, "incomplete: seed folder without "
                                 "metrics.json; `bench run` retrains it")
     return [rows[k] for k in sorted(rows)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from bench.core import store
-from bench.core.files import read_json
+from bench.core.record import Record
 
 PLUGIN_CODE = "plugin_code"
 OPTIONAL = ("weights",)  # payload keys present only when set (bench.train.experiment)
@@ -52,8 +52,8 @@ def _records_by_config(results, places: set) -> dict:
             config, n = configs[key.config_hash]
             configs[key.config_hash] = (config, n + 1)
             continue
-        config = read_json(key.path(results) / "config.json", default=None)
-        if isinstance(config, dict):
+        config = Record(key.path(results), results).config  # {} when unreadable
+        if config:
             configs[key.config_hash] = (config, 1)
     return out
 
