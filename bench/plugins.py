@@ -1,10 +1,19 @@
-"""The public API for code outside this package: your own methods, datasets
-and backbones, registered with the same decorators the built-ins use.
+"""The public API for code outside this package: your own methods, datasets,
+backbones, calibration measures and post-hoc calibrators, registered with the
+same decorators the built-ins use.
 
-    from bench.plugins import Method, register_method
+    from bench.plugins import Method, register_method, register_measure
 
     @register_method("confpen", "CE - beta x entropy (Pereyra et al. 2017)")
     def confpen() -> Method: ...
+
+    @register_measure("mce", head="MCE", help="maximum calibration error")
+    def mce(probs, labels) -> float: ...
+
+    register_calibrator("temp2", fit, apply, "my calibrator")  # fit on validation logits
+
+A measure is then a `bench report --metrics` column and in every CSV; a
+calibrator a `--variants` choice (docs/reports.md).
 
 A module doing this becomes a plugin through an entry point in the group
 `mhml_bench.plugins` (its value: the module), the environment variable
@@ -21,10 +30,15 @@ from bench.datasets.base import DATASETS, DatasetBundle, Split
 from bench.methods.base import METHODS, Method
 from bench.train.backbones import BACKBONES, Backbone
 
+from bench.core.measures import register_measure
+from bench.core.variants import posthoc_variant as register_calibrator
+from bench.core.variants import register_variant
+
 register_method = METHODS.register
 register_dataset = DATASETS.register
 register_backbone = BACKBONES.register
 
-__all__ = ["register_method", "register_dataset", "register_backbone", "Method",
+__all__ = ["register_method", "register_dataset", "register_backbone", "register_measure",
+           "register_variant", "register_calibrator", "Method",
            "DatasetBundle", "Split", "Backbone", "BenchError", "load", "GROUP", "ENV",
            "Range", "ge", "gt", "setting"]

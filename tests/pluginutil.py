@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 
 from bench.core import plugins
+from bench.core.measures import MEASURES
+from bench.core.variants import VARIANTS
 from bench.datasets import DATASETS
 from bench.methods import METHODS
 from bench.train.backbones import BACKBONES
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "mhml-confpen"
-REGISTRIES = (METHODS, DATASETS, BACKBONES)
+REGISTRIES = (METHODS, DATASETS, BACKBONES, MEASURES, VARIANTS)
 
 
 def lay_distribution(site: Path, project: Path = EXAMPLE) -> Path:

@@ -6,8 +6,6 @@ import dataclasses
 
 from tabulate import tabulate
 
-from bench.core.paper import DENS, ENSEMBLE_OF
-from bench.core import variants as V
 from bench.train.backbones import BACKBONES
 from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
 from bench.core.settings import specs
@@ -19,7 +17,7 @@ from bench.sweep.options import RunOptions
 
 def add_parser(sub) -> None:
     lp = sub.add_parser("list", help="list registered methods, datasets, backbones, profiles, "
-                        "derived rows; --keys: every --set key")
+                        "measures, variants; --keys: every --set key")
     lp.add_argument("--keys", action="store_true",
                     help="every --set key with its type, default, allowed range and meaning")
     lp.set_defaults(func=lambda args: print(keys_table() if args.keys else list_registries())
@@ -67,10 +65,16 @@ def add_parser(sub) -> None:
 
 
 def registries():
+    from bench.core.measures import MEASURES
+    from bench.core.variants import VARIANTS
     from bench.datasets import DATASETS
     from bench.methods import METHODS
 
-    return {"methods": METHODS, "datasets": DATASETS, "backbones": BACKBONES}
+    return {"methods": METHODS, "datasets": DATASETS, "backbones": BACKBONES,
+            "measures (bench report --metrics; every table, CSV and bench.results.load)":
+                MEASURES,
+            "variants (how bench report turns saved logits into probabilities; "
+            "--variants picks the post-hoc calibrators)": VARIANTS}
 
 
 def list_registries() -> str:
@@ -81,16 +85,8 @@ def list_registries() -> str:
         blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
     profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
     blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))
-    blocks.append("derived rows (computed by `bench report` from saved records, never trained):\n"
-                  + tabulate(DERIVED, tablefmt="plain"))
     blocks.append("--set keys (type, default, range, meaning): bench list --keys")
     return "\n\n".join(blocks)
-
-
-DERIVED = [(DENS, f"D-Ens: deep ensemble, mean probabilities of the {ENSEMBLE_OF} seeds of a "
-                 "config"),
-           (V.TS.suffix, "temperature scaling fitted on validation NLL, for every method "
-                               "(report --no-ts skips it)")]
 
 
 def keys_table() -> str:

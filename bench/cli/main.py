@@ -22,7 +22,7 @@ from bench.core.errors import BenchError, disk_full_message, is_disk_full, missi
 # equal to the help each module gives its command).
 COMMANDS = {
     "list": ("bench.cli.commands", "list registered methods, datasets, backbones, profiles, "
-             "derived rows; --keys: every --set key"),
+             "measures, variants; --keys: every --set key"),
     "run": ("bench.cli.commands", "train a grid of methods x datasets x backbones x seeds"),
     "data": ("bench.cli.data", "inspect datasets"),
     "report": ("bench.cli.report", "tables (LaTeX/Markdown/CSV), reliability diagrams, "

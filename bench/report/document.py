@@ -140,7 +140,7 @@ class Report:
 
 def write_tables(tables, out: Path) -> list[Path]:
     """OUT/tables/: each table's LaTeX fragment, its standalone document and
-    Markdown, and all_tables.tex."""
+    Markdown (the post-hoc table also its cells as CSV), and all_tables.tex."""
     tdir = out / "tables"
     tdir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -151,6 +151,8 @@ def write_tables(tables, out: Path) -> list[Path]:
         write_text(tdir / f"{name}_doc.tex", latex.document([name]))
         write_text(tdir / f"{name}.md", textables.render(t, markdown=True, missing=missing) + "\n")
         written += [tdir / f"{name}.tex", tdir / f"{name}_doc.tex", tdir / f"{name}.md"]
+        if t.kind == "posthoc":  # its rows are no groups.csv view: every cell as shown
+            written.append(aggregate.write_frame(tdir / f"{name}.csv", tables_frame([t])))
     names = [f"{t.dataset}_{t.kind}" for t in tables]
     write_text(tdir / "all_tables.tex", latex.document(names))
     return written + [tdir / "all_tables.tex"]
