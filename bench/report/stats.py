@@ -72,9 +72,14 @@ def paired_test(a, b, test: str = "auto") -> Paired | None:
 
 
 def paired_vs_reference(values: dict, seeds, ref_values: dict, ref_seeds,
-                        metrics=("acc", "ece", "nll"), test: str = "auto") -> dict:
+                        metrics=None, test: str = "auto") -> dict:
     """metric -> Paired (or None) for one row against the reference row,
-    using only the seeds both have."""
+    using only the seeds both have; metrics: by default the paper's
+    (bench.core.measures)."""
+    if metrics is None:
+        from bench.core import measures
+
+        metrics = measures.paper()
     common = [s for s in seeds if s in set(ref_seeds)]
     idx = {s: i for i, s in enumerate(seeds)}
     ridx = {s: i for i, s in enumerate(ref_seeds)}

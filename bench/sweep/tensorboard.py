@@ -12,10 +12,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from bench.core import measures
 from bench.core.record import Record
 
 FOLDER = "tensorboard"
-VAL = ("acc", "ece", "nll", "auc")
+# the history's validation values per cycle (bench.train.history): the paper's
+# measures and the checkpoint AUC
+VAL = (*measures.paper(), "auc")
 
 
 def scalars(history: dict) -> list[tuple[str, float, int]]:
