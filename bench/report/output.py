@@ -11,6 +11,7 @@ report leaves the previous one untouched, and files of the user's own in
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from bench.core.files import replace_entries
@@ -21,7 +22,7 @@ def write_report(report, out) -> list[Path]:
     name the files at their final place."""
     out = Path(out)
     written, stage = replace_entries(out, report.write)
-    report.paths = tuple(out / Path(p).relative_to(stage) for p in written)
+    report.paths = tuple(out / os.path.relpath(p, stage) for p in written)
     report.text = report.text.replace(str(stage), str(out))
     return list(report.paths)
 
