@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -45,14 +47,18 @@ def ece_bins(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15):
     return acc_bin, conf_bin, count / count.sum()
 
 
+@functools.lru_cache(maxsize=None)
 def _linspace01(n_bins: int) -> np.ndarray:
     # Use torch.linspace itself: its boundaries differ from numpy's by an ulp
     # in places, and a confidence sitting on a boundary must land in the same
     # bin as in torchmetrics, which produced the paper's numbers. float32, as
     # the confidences it bins (ece_bins casts them as torchmetrics does).
+    # Cached (read-only): classwise ECE asks for the edges once per class.
     import torch
 
-    return torch.linspace(0, 1, n_bins + 1, dtype=torch.float32).numpy()
+    edges = torch.linspace(0, 1, n_bins + 1, dtype=torch.float32).numpy()
+    edges.flags.writeable = False
+    return edges
 
 
 def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float:
