@@ -5,59 +5,60 @@ returns it, its data as DataFrames.
 
     import bench.api
     df = bench.api.run(method=["sl1h", "2hml"], dataset="digits", backbone="smallcnn",
-                       seeds=1, profile="quick", sets={"cycles": 1, "image_size": 16})
+                       seeds=1, profile="quick", overrides={"cycles": 1, "image_size": 16})
     df[["method", "seed", "status", "test_acc", "test_ece"]]
     rep = bench.api.report("results", "reports")
     rep.groups  # one row per table cell (dataset, backbone, row): means and stds
 
-Both share the command line's code (bench.sweep.plan, bench.report.build),
-so they take the same names and values and fail with the same one-line
+Both share the command line's code (bench.sweep.plan, bench.report.build)
+and take its options by their dataclass field names (RunOptions,
+ReportOptions: the same declarations the flags are built from,
+bench.core.flags), with the same values, and fail with the same one-line
 BenchError, before anything is trained or written. Plugins named in
-`plugins=[...]`, and plugin modules this process has already imported, are
+`plugin=[...]`, and plugin modules this process has already imported, are
 carried to every worker process.
 """
 from __future__ import annotations
 
-import dataclasses
+import inspect
 from pathlib import Path
 
 import pandas as pd
 
 from bench.core import plugins as plugin_routes
 from bench.core.errors import BenchError
+from bench.core.flags import from_keywords, signature
 from bench.report import Report, ReportOptions
-from bench.sweep.options import RunOptions, names_text, pairs, seeds_text
+from bench.sweep.options import RunOptions
 
 RUN_COLUMNS = ["dataset", "backbone", "method", "config_hash", "seed", "status", "reason",
                "record"]
 
 
-def run(method="sl1h", dataset="digits", backbone=None, seeds=5, profile="paper", sets=None,
-        *, results="results", data_root=None, data=None, download=False, pretrained=None,
-        weights=None, device=None, force=False, dry_run=False, executor="local", jobs=None,
-        plugins=(), tensorboard=False, progress=False, **executor_options) -> pd.DataFrame:
+# bench.api.run's positional arguments, in the order it has always taken them
+RUN_POSITIONAL = ("method", "dataset", "backbone", "seeds", "profile", "overrides")
+
+
+def run(*leading, **options) -> pd.DataFrame:
     """Train the grid method x dataset x backbone x seed (what is not done yet).
 
+    Takes every `bench run` option by its RunOptions field name (`jobs_per_gpu`,
+    `dry_run`, `overrides` for --set; the older `sets=`, `data=`, `plugins=`,
+    `progress=` still work), and the first six positionally (RUN_POSITIONAL).
     Names are a comma string or a list ('paper', 'all' as in `bench run`);
-    `seeds` an int N (0..N-1), 'A-B' or a list; `sets` a dict of `--set`
-    values; `data` a dict of `--data-opt` values; `executor_options` any other
-    `bench run` executor option by its name (jobs_per_gpu, fuse, partition,
-    time, ...). Returns one row per run: its keys, `status` (done, skipped,
-    failed, busy; under `dry_run` what is on disk: done, missing, failed,
-    running, damaged), `reason`, `record` (its folder), and for finished runs
-    the metric columns of bench.results.load (test_acc, test_ece, ...)."""
-    plugin_routes.load(list(plugins))  # registered here; the grid carries them to the workers
-    opts = _options(method=names_text(method), dataset=names_text(dataset),
-                    backbone=names_text(backbone), seeds=seeds_text(seeds), profile=profile,
-                    overrides=pairs(sets), results=str(results), data_root=data_root,
-                    data_opts=pairs(data), download=download, pretrained=pretrained,
-                    weights=weights, device=device, force=force, no_progress=not progress,
-                    dry_run=dry_run, tensorboard=tensorboard, plugin=tuple(plugins),
-                    executor=executor, jobs=jobs, **executor_options)
+    `seeds` an int N (0..N-1), 'A-B' or a list; `overrides` a dict of `--set`
+    values, kept as given (the plan converts each to its field's type);
+    `data_opts` a dict of `--data-opt` values. Returns one row per run: its
+    keys, `status` (done, skipped, failed, busy; under `dry_run` what is on
+    disk: done, missing, failed, running, damaged), `reason`, `record` (its
+    folder), and for finished runs the metric columns of bench.results.load
+    (test_acc, test_ece, ...)."""
+    opts = from_keywords(RunOptions, "bench.api.run", options, leading, RUN_POSITIONAL)
+    plugin_routes.load(list(opts.plugin))  # registered here; the grid carries them to the workers
     from bench.sweep.plan import execute, plan
 
     grid = plan(opts)
-    if dry_run:
+    if opts.dry_run:
         from bench.sweep.grid import run_status
 
         outcomes = {}
@@ -65,7 +66,7 @@ def run(method="sl1h", dataset="digits", backbone=None, seeds=5, profile="paper"
             status, detail = run_status(s)
             outcomes[str(s.record)] = {"status": status, "reason": detail}
     else:
-        outcomes = {o["record"]: o for o in execute(grid, opts, progress=progress)}
+        outcomes = {o["record"]: o for o in execute(grid, opts, progress=not opts.no_progress)}
     rows = [{"dataset": s.dataset, "backbone": s.backbone, "method": s.method,
              "config_hash": s.chash, "seed": s.seed,
              "status": outcomes.get(str(s.record), {}).get("status", "missing"),
@@ -74,18 +75,7 @@ def run(method="sl1h", dataset="digits", backbone=None, seeds=5, profile="paper"
     return _with_metrics(pd.DataFrame(rows, columns=RUN_COLUMNS), opts.results)
 
 
-def _options(**values) -> RunOptions:
-    _check_names(RunOptions, "bench.api.run", values, hidden={"overrides", "data_opts", "plugin"})
-    return RunOptions(**values)
-
-
-def _check_names(cls, who: str, values: dict, hidden=frozenset()) -> None:
-    """Keyword arguments that name no field of `cls`: one BenchError listing them."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    bad = sorted(set(values) - known)
-    if bad:
-        raise BenchError(f"{who}: unknown option {', '.join(bad)}; allowed: "
-                         f"{', '.join(sorted(known - set(hidden)))}")
+run.__signature__ = signature(RunOptions, RUN_POSITIONAL)
 
 
 def _with_metrics(runs: pd.DataFrame, results: str) -> pd.DataFrame:
@@ -131,24 +121,18 @@ def report(results_dir="results", out_dir="reports", **options) -> Report:
 
 
 def _report_options(values: dict) -> ReportOptions:
-    """keyword arguments -> ReportOptions, spelled as `bench report` takes
-    them: a list is a comma list (a tuple for the repeatable --dataset,
-    --backbone, --method), seeds as in bench.api.run, a dict KEY=VALUE items;
-    progress bars off unless asked (no_progress=False)."""
-    _check_names(ReportOptions, "bench.api.report", values)
-    repeatable = {f.name for f in dataclasses.fields(ReportOptions) if f.type.startswith("tuple")}
-    out = {"no_progress": True}
-    for key, value in values.items():
-        if key == "seeds":
-            value = seeds_text(value)
-        elif key == "label" or isinstance(value, dict):
-            value = pairs(value)
-        elif key in repeatable and value is not None:
-            value = (value,) if isinstance(value, str) else tuple(value)
-        elif isinstance(value, (list, tuple)):
-            value = names_text(value)
-        out[key] = value
-    return ReportOptions(**out)
+    """keyword arguments -> ReportOptions, named as its fields: a list is a
+    comma list (a tuple for the repeatable --dataset, --backbone, --method),
+    seeds as in bench.api.run, a dict KEY=VALUE items (ReportOptions brings
+    each to its one form); progress bars off unless asked (no_progress=False)."""
+    return from_keywords(ReportOptions, "bench.api.report", values)
+
+
+_FIRST = (inspect.Parameter("results_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                            default="results"),
+          inspect.Parameter("out_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                            default="reports"))
+report.__signature__ = signature(ReportOptions, first=_FIRST)
 
 
 __all__ = ["run", "report", "Report", "ReportOptions", "RunOptions", "BenchError"]

@@ -9,8 +9,7 @@ from tabulate import tabulate
 from bench.train.backbones import BACKBONES
 from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
 from bench.core.settings import specs
-from bench.cli.data import add_data_options
-from bench.cli.executor_flags import add_executor_options
+from bench.cli.fields import add_fields
 from bench.cli.typed import options_from
 from bench.sweep.options import RunOptions
 
@@ -23,44 +22,7 @@ def add_parser(sub) -> None:
     lp.set_defaults(func=lambda args: print(keys_table() if args.keys else list_registries())
                     or 0)
     p = sub.add_parser("run", help="train a grid of methods x datasets x backbones x seeds")
-    p.add_argument("--method", default="sl1h",
-                   help="method name(s), comma separated, 'paper' (the paper's 8 trained "
-                        "methods) or 'all' (also the extra baselines)")
-    p.add_argument("--dataset", default="digits", help="dataset name(s), comma separated, or all")
-    p.add_argument("--backbone", default=None,
-                   help="backbone name(s), comma separated, or all / paper (the paper's "
-                        "resnet50, convnext_tiny, swin_tiny; default: the dataset's)")
-    p.add_argument("--seeds", default="5", help="N (seeds 0..N-1), A-B, or a comma list")
-    p.add_argument("--profile", default="paper",
-                   help="paper (the released code's protocol) | paper-text | quick | demo "
-                        "(`bench list` shows each)")
-    p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[],
-                   metavar="KEY=VALUE",
-                   help="override a training or method hyper-parameter (repeatable, or "
-                        "several after one --set: --set cycles=1 epochs_per_cycle=1); "
-                        "`bench list --keys` lists every key, its default and range")
-    p.add_argument("--results", default="results", help="run-record root")
-    p.add_argument("--data-root", default=None, help="where dataset files live")
-    add_data_options(p)  # --data-opt KEY=VALUE, --download
-    p.add_argument("--pretrained", action=argparse.BooleanOptionalAction, default=None,
-                   help="ImageNet weights from the local torch hub / Hugging Face cache "
-                        "(default: on under --profile paper / paper-text for backbones that "
-                        "have them, off under quick / demo; --no-pretrained: from scratch)")
-    p.add_argument("--weights", default=None, metavar="PATH",
-                   help="initial backbone weights (.safetensors or torch state dict)")
-    p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda if present)")
-    p.add_argument("--force", action="store_true", help="retrain finished seeds")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--dry-run", action="store_true",
-                   help="list the runs, which are done and each run's protocol, then exit")
-    p.add_argument("--json", action="store_true",
-                   help="with --dry-run: one JSON object per run (protocol and status); "
-                        "refused without --dry-run")
-    p.add_argument("--tensorboard", action="store_true",
-                   help="also write TensorBoard event files beside each finished record "
-                        "(<record>/tensorboard/: train loss and lr per epoch, validation "
-                        "ACC/ECE/NLL/AUC per cycle); output only, the config hash is unchanged")
-    add_executor_options(p)
+    add_fields(p, RunOptions)  # every flag from its RunOptions field (bench.core.flags)
     p.set_defaults(func=run)
 
 

@@ -12,30 +12,15 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from bench.cli.fields import add_fields
 from bench.core.config import load_kwargs, parse_data_opts
-
-
-# The --data-opt keys of the built-in datasets, for --help without importing
-# the adapters (numpy, PIL) at start-up; tests/cli check them against each
-# adapter's OPTIONS table.
-DATA_OPTION_KEYS = {
-    "csv": "train, test, val, path_col, label_col, classes, name, cache",
-    "folder": "classes, name, cache",
-    "chaoyang, kvasir": "train_csv, val_csv, test_csv, cache",
-    "digits": "label_noise, train_per_class",
-    "pathmnist and the other MedMNIST flags": "file",
-}
+from bench.sweep.options import DATA_OPTION_KEYS, RunOptions  # noqa: F401  (tests read the keys)
 
 
 def add_data_options(p) -> None:
-    """Options every data-reading command takes (--data-root is added by the caller)."""
-    keys = "; ".join(f"{ds}: {k}" for ds, k in DATA_OPTION_KEYS.items())
-    p.add_argument("--data-opt", dest="data_opts", action="append", default=[],
-                   metavar="KEY=VALUE", help=f"adapter option (repeatable), keys by dataset: "
-                   f"{keys}; a plugin dataset's own (a bad key is an error listing the valid "
-                   "ones with their meaning)")
-    p.add_argument("--download", action="store_true",
-                   help="fetch missing MedMNIST files / pretrained weights when online")
+    """Options every data-reading command takes (--data-root is added by the
+    caller): --data-opt KEY=VALUE and --download, as RunOptions declares them."""
+    add_fields(p, RunOptions, only=("data_opts", "download"))
 
 
 def add_parser(sub) -> None:

@@ -11,9 +11,11 @@ import os
 import signal
 import sys
 
+from bench.cli.fields import add_fields
 from bench.cli.interrupt import INTERRUPTED, quit_now, set_handler
 from bench.core import plugins
 from bench.core.errors import BenchError, disk_full_message, is_disk_full, missing_package_message
+from bench.sweep.options import RunOptions
 
 # command -> (its module, its line in `bench --help`). Only the module of the
 # command being run is imported and builds its options; the others are listed
@@ -53,12 +55,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     for name, (_, text) in COMMANDS.items():
         if name not in sub.choices:
             sub.add_parser(name, help=text)
-    for command in sub.choices.values():
-        command.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH",
-                             help="import MODULE, a .py file or a package folder first "
-                                  "(repeatable): it registers your own "
-                                  "methods, datasets or backbones (docs/methods.md); also "
-                                  f"{plugins.ENV}=a,b and entry points in group {plugins.GROUP}")
+    for command in sub.choices.values():  # --plugin, as RunOptions declares it
+        add_fields(command, RunOptions, only=("plugin",))
     return parser
 
 

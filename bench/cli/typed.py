@@ -8,14 +8,7 @@ import dataclasses
 
 def options_from(cls, args):
     """`cls` built from the attributes of `args` that name its fields (others
-    keep their defaults). Repeatable flags come as lists: they become tuples,
-    and one not given (None) becomes () where the field's default is ()."""
-    values = {}
-    for f in dataclasses.fields(cls):
-        if not hasattr(args, f.name):
-            continue
-        value = getattr(args, f.name)
-        if value is None and f.default == ():
-            value = ()
-        values[f.name] = tuple(value) if isinstance(value, list) else value
-    return cls(**values)
+    keep their defaults). The dataclass brings each value to its one form
+    (bench.core.flags.Options): lists become tuples, KEY=VALUE texts pairs."""
+    return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
+                  if hasattr(args, f.name)})

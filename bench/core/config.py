@@ -164,9 +164,15 @@ def get_profile(name: str) -> TrainConfig:
 
 
 def parse_set(items: list[str] | None, flag: str = "--set") -> dict[str, str]:
-    """['lr=0.1', 'heads=3'] -> {'lr': '0.1', 'heads': '3'} (values stay strings)."""
+    """['lr=0.1', 'heads=3'] -> {'lr': '0.1', 'heads': '3'} (values stay
+    strings); (key, value) pairs, parsed already (bench.core.flags), are taken
+    as they are."""
     out: dict[str, str] = {}
     for item in items or []:
+        if isinstance(item, (tuple, list)):
+            key, value = item
+            out[key] = value
+            continue
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise BenchError(f"{flag} expects key=value, got '{item}'")

@@ -1,7 +1,8 @@
 """What a report is asked for: `ReportOptions`, one frozen dataclass holding
 every choice the `bench report` flags make (field names are the flags'
-names, `--no-ts` -> `no_ts`; defaults are the command's), and the parsing
-and checks of its text-valued fields.
+names, `--no-ts` -> `no_ts`; defaults are the command's; each field declares
+its flag, help text included: bench.core.flags), and the parsing and checks
+of its text-valued fields.
 
 The command line builds one from its arguments; from Python,
 `bench.report.build(results, ReportOptions(metrics="ece,aece"))`. A bad
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.core.errors import BenchError, choices_error
+from bench.core.flags import ITEMS, REPEAT, SEEDS, Options, option
 from bench.core.seeds import parse_seeds
 from bench.report.captions import check_caption
 from bench.core.paper import DENS
@@ -19,44 +21,88 @@ from bench.report.stats import TESTS
 from bench.core import measures as M
 from bench.report.tables import CAPTIONS, CI_CAPTION, REFERENCE
 KINDS = ("main", "std", "ts", "posthoc")
+COMPARE_CHOICES = ("paper",)
 
 
 def metric_choices() -> tuple:
     """--metrics' allowed names: every registered measure but ACC (always shown)."""
     return tuple(m for m in M.names() if m != "acc")
-COMPARE_CHOICES = ("paper",)
+
+
+def _caption(kind: str):
+    """The --caption-<kind> field of one table kind (KINDS)."""
+    return option(None, f"LaTeX caption of the {kind} table ({{dataset}} and {{n}} are filled "
+                        "in; LaTeX braces are kept)")
+
+
+def _only(what: str):
+    return option(None, f"only these {what}s (comma list)", kind=REPEAT)
 
 
 @dataclass(frozen=True)
-class ReportOptions:
-    """Filters, rows, columns, statistics and outputs of one report."""
+class ReportOptions(Options):
+    """Filters, rows, columns, statistics and outputs of one report. Each
+    field declares its `bench report` flag (bench.core.flags); the command
+    line's flags are built from these declarations."""
 
-    dataset: tuple | None = None  # comma lists, as the repeatable --dataset
-    backbone: tuple | None = None
-    method: tuple | None = None
-    config: str | None = None  # --config: PREFIX, METHOD=PREFIX[:LABEL], latest, most-seeds
-    seeds: str | None = None  # N, A-B or a comma list; None: every seed seen
-    order: str | None = None  # 'sl1h,ls;dens;2hml,4hml'
-    caption_main: str | None = None
-    caption_std: str | None = None
-    caption_ts: str | None = None
-    caption_posthoc: str | None = None
-    cost: bool = False
-    significance: bool = False
-    significance_ref: str = REFERENCE
-    label: tuple = ()  # KEY=TEXT items
-    no_gap: bool = False
-    published_rows: bool = False
-    test: str = "auto"
-    alpha: float = 0.05
-    per_seed: bool = False
-    compare: str | None = None  # 'paper' or None
-    metrics: str | None = None  # comma list of metric_choices(); None: the paper's columns
-    ci: bool = False
-    variants: str | None = None  # comma list of post-hoc calibrators: the post-hoc table
-    no_ts: bool = False
-    no_plots: bool = False
-    no_progress: bool = False
+    dataset: tuple | None = _only("dataset")  # comma lists, as the repeatable --dataset
+    backbone: tuple | None = _only("backbone")
+    method: tuple | None = _only("method")
+    # PREFIX, METHOD=PREFIX[:LABEL], latest, most-seeds
+    config: str | None = option(
+        None, "which config where a method has several: comma-separated PREFIX, "
+        "METHOD=PREFIX, or a rule (latest, most-seeds); METHOD=PREFIX:LABEL (repeatable for a "
+        "method): each such config its own row, an ablation; docs/reports.md")
+    # N, A-B or a comma list; None: every seed seen
+    seeds: str | None = option(
+        None, "seeds asked, as in bench run: N (0..N-1), A-B or a comma list; default: every "
+        "seed seen", kind=SEEDS)
+    # 'sl1h,ls;dens;2hml,4hml'
+    order: str | None = option(
+        None, "rows, e.g. 'sl1h,ls;dens;2hml,4hml' (';' = double rule); default: the paper's "
+        "order; an explicit order shows only the methods it names")
+    # one per table kind (KINDS; tests check they agree)
+    caption_main: str | None = _caption("main")
+    caption_std: str | None = _caption("std")
+    caption_ts: str | None = _caption("ts")
+    caption_posthoc: str | None = _caption("posthoc")
+    cost: bool = option(False, "add params / train s / train img/s / infer ms columns")
+    significance: bool = option(
+        False, "mark cells that differ from the reference (paired test over seeds)")
+    significance_ref: str = option(
+        REFERENCE, f"the reference of the paired tests (default {REFERENCE})", metavar="METHOD")
+    # KEY=TEXT items: read with the records' names (bench.report.names)
+    label: tuple = option(
+        (), "display name of a method, dataset or backbone, e.g. --label confpen='CP (ours)' "
+        "(repeatable)", kind=ITEMS, metavar="KEY=TEXT")
+    no_gap: bool = option(False, "leave out the Gap column")
+    published_rows: bool = option(
+        False, "add the paper's published rows (marked, not re-run) to the tables of its "
+        "dataset x backbone blocks, for methods without records here")
+    test: str = option("auto", "paired test: auto = t-test below 6 seeds, Wilcoxon from 6",
+                       choices=TESTS)
+    alpha: float = option(
+        0.05, "significance level of --significance and of the Nemenyi critical difference in "
+        "the CD diagrams, in (0, 1) (default 0.05)")
+    per_seed: bool = option(False, "reliability diagrams per seed too")
+    compare: str | None = option(  # 'paper' or None
+        None, "paper: our means against the published ones (z, |z| > 2 flagged), the paper's "
+        "claims tested on these runs (OUT/compare/)", choices=COMPARE_CHOICES)
+    # comma list of metric_choices(); None: the paper's columns
+    metrics: str | None = option(
+        None, lambda: f"table columns after ACC, comma list of {', '.join(metric_choices())}; "
+        "default: the paper's (ece,nll); Rank averages the columns shown")
+    ci: bool = option(False, "95%% intervals in the std table in place of ± std (over seeds; "
+                             "D-Ens and one-seed cells: bootstrap over test samples)")
+    # comma list of post-hoc calibrators: the post-hoc table
+    variants: str | None = option(
+        None, "post-hoc calibrators fitted on the validation split, comma list of ts, vs, "
+        "dirichlet, hb, iso, ets (`bench list`): a post-hoc table per dataset, each method's "
+        "un-scaled row then one row per calibrator", metavar="LIST")
+    no_ts: bool = option(False, "skip temperature scaling")
+    no_plots: bool = option(False)
+    # bench.api.report shows no progress bar unless asked (no_progress=False)
+    no_progress: bool = option(False, api_default=True)
 
     def validate(self) -> None:
         """The checks that need no records, in the order the command makes them."""

@@ -2,8 +2,9 @@
 method, seed), each keyed by the hash of its effective config.
 
 A RunSpec carries everything a fresh process needs to train one run (names,
-raw method overrides, the training config, paths), and serialises to JSON so
-the same spec goes to a local worker process or to a SLURM job. Derived rows
+the method's --set values converted to their types, the training config,
+paths), and serialises to JSON so the same spec goes to a local worker
+process or to a SLURM job. Derived rows
 (deep ensembles, temperature scaling) are computed from records and never
 appear here.
 """
@@ -27,7 +28,9 @@ class RunSpec:
     dataset: str
     backbone: str
     method: str
-    method_overrides: tuple  # sorted (key, raw value) pairs owned by this method
+    # sorted (key, value) pairs owned by this method, each value of its field's
+    # type (bench.sweep.plan converts them once; JSON keeps int, float, bool, str)
+    method_overrides: tuple
     train: TrainConfig  # before the dataset fixes image_size
     seed: int
     chash: str  # hash of the effective config, computed when the grid is built
@@ -181,7 +184,7 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
     """The grid in order dataset > backbone > method > seed (seeds innermost, so
     a method's seeds finish together). `backbones` None = each dataset's default;
     `methods` are Method objects with their overrides applied, `overrides` maps a
-    method name to the raw --set values it owns (replayed by the worker).
+    method name to the typed --set values it owns (replayed by the worker).
     `dry_run`: ImageNet weights missing from the cache do not stop the grid
     (their runs show as 'no weights'). `pretrained_asked`: --pretrained or
     --weights was given; otherwise a profile's ImageNet default is dropped for

@@ -2,16 +2,34 @@
 what `bench run` parses and what `bench.api.run` takes as keyword arguments,
 so both reach the same code (bench.sweep.plan) with the same checks.
 
-Field names are the `bench run` option names (`--jobs-per-gpu` ->
-`jobs_per_gpu`); repeatable options are tuples of KEY=VALUE strings. The
-command line converts its parsed arguments (bench.cli.commands.run_options):
-argparse objects stay in bench/cli.
+Each field declares its flag beside it (bench.core.flags: help, spelling,
+kind); the command line builds `bench run`'s flags from these declarations
+(bench/cli/fields.py: argparse objects stay in bench/cli) and bench.api takes
+the field names (`--jobs-per-gpu` -> `jobs_per_gpu`). Values are in one form
+from the moment the object is built: `overrides` (--set) and `data_opts`
+(--data-opt) are (key, value) pairs, parsed once from the command line's
+KEY=VALUE texts or taken from a dict as given (bench.sweep.plan converts each
+--set value to its field's type once; the worker never parses text).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.core import plugins
+from bench.core.flags import PAIRS, REPEAT, SEEDS, option
 from bench.sweep.executor_options import ExecutorOptions
+
+# The --data-opt keys of the built-in datasets, for --help without importing
+# the adapters (numpy, PIL) at start-up; tests check them against each
+# adapter's OPTIONS table.
+DATA_OPTION_KEYS = {
+    "csv": "train, test, val, path_col, label_col, classes, name, cache",
+    "folder": "classes, name, cache",
+    "chaoyang, kvasir": "train_csv, val_csv, test_csv, cache",
+    "digits": "label_noise, train_per_class",
+    "pathmnist and the other MedMNIST flags": "file",
+}
+_KEYS = "; ".join(f"{ds}: {k}" for ds, k in DATA_OPTION_KEYS.items())
 
 
 @dataclass(frozen=True)
@@ -19,48 +37,52 @@ class RunOptions(ExecutorOptions):
     """The grid (names, seeds, profile, --set), data, weights and output; the
     executor's fields (and their defaults) are ExecutorOptions'."""
 
-    method: str = "sl1h"
-    dataset: str = "digits"
-    backbone: str | None = None
-    seeds: str = "5"
-    profile: str = "paper"
-    overrides: tuple = ()  # --set KEY=VALUE
-    results: str = "results"
-    data_root: str | None = None
-    data_opts: tuple = ()  # --data-opt KEY=VALUE
-    download: bool = False
-    pretrained: bool | None = None
-    weights: str | None = None
-    force: bool = False
-    no_progress: bool = False
-    dry_run: bool = False
-    json: bool = False
-    tensorboard: bool = False  # output only: never part of a config hash
-    plugin: tuple = ()  # --plugin MODULE
-
-
-def names_text(value) -> str:
-    """'a,b' or ['a', 'b'] -> 'a,b' (the comma list `bench run` takes)."""
-    if value is None or isinstance(value, str):
-        return value
-    return ",".join(str(v) for v in value)
-
-
-def seeds_text(value) -> str:
-    """5 -> '5' (seeds 0..4); [0, 3] -> '0,3'; [2] -> '2-2' (seed 2 alone:
-    a bare '2' would mean seeds 0..1); '2-4' stays."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, (list, tuple)) and len(value) == 1:
-        return f"{value[0]}-{value[0]}"
-    return names_text(value)
-
-
-def pairs(mapping) -> tuple:
-    """{'lr': 0.1, 'nesterov': True} -> ('lr=0.1', 'nesterov=true') (--set strings)."""
-    if mapping is None:
-        return ()
-    if isinstance(mapping, (list, tuple)):  # already KEY=VALUE strings
-        return tuple(mapping)
-    return tuple(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                 for k, v in mapping.items())
+    method: str = option("sl1h", "method name(s), comma separated, 'paper' (the paper's 8 "
+                         "trained methods) or 'all' (also the extra baselines)")
+    dataset: str = option("digits", "dataset name(s), comma separated, or all")
+    backbone: str | None = option(
+        None, "backbone name(s), comma separated, or all / paper (the paper's resnet50, "
+        "convnext_tiny, swin_tiny; default: the dataset's)")
+    seeds: str = option("5", "N (seeds 0..N-1), A-B, or a comma list", kind=SEEDS)
+    profile: str = option("paper", "paper (the released code's protocol) | paper-text | quick "
+                          "| demo (`bench list` shows each)")
+    # --set KEY=VALUE: (key, value) pairs; a value from the command line is
+    # text until bench.sweep.plan converts it to its field's type
+    overrides: tuple = option(
+        (), "override a training or method hyper-parameter (repeatable, or several after one "
+        "--set: --set cycles=1 epochs_per_cycle=1); `bench list --keys` lists every key, its "
+        "default and range", flag="--set", kind=PAIRS, nargs="+", metavar="KEY=VALUE",
+        api=("sets",))
+    results: str = option("results", "run-record root")
+    data_root: str | None = option(None, "where dataset files live")
+    # --data-opt KEY=VALUE: (key, text) pairs, the adapter's own to parse
+    data_opts: tuple = option(
+        (), f"adapter option (repeatable), keys by dataset: {_KEYS}; a plugin dataset's own (a "
+        "bad key is an error listing the valid ones with their meaning)", flag="--data-opt",
+        kind=PAIRS, metavar="KEY=VALUE", text_values=True, api=("data",))
+    download: bool = option(False, "fetch missing MedMNIST files / pretrained weights when "
+                                   "online")
+    pretrained: bool | None = option(
+        None, "ImageNet weights from the local torch hub / Hugging Face cache (default: on "
+        "under --profile paper / paper-text for backbones that have them, off under quick / "
+        "demo; --no-pretrained: from scratch)")
+    weights: str | None = option(
+        None, "initial backbone weights (.safetensors or torch state dict)", metavar="PATH")
+    force: bool = option(False, "retrain finished seeds")
+    # bench.api shows no progress bar unless asked (progress=True)
+    no_progress: bool = option(False, api_default=True, api_negated="progress")
+    dry_run: bool = option(False, "list the runs, which are done and each run's protocol, "
+                                  "then exit")
+    json: bool = option(False, "with --dry-run: one JSON object per run (protocol and status); "
+                               "refused without --dry-run")
+    # output only: never part of a config hash
+    tensorboard: bool = option(
+        False, "also write TensorBoard event files beside each finished record "
+        "(<record>/tensorboard/: train loss and lr per epoch, validation ACC/ECE/NLL/AUC per "
+        "cycle); output only, the config hash is unchanged")
+    # --plugin MODULE: every command takes it (bench.cli.main adds it to each)
+    plugin: tuple = option(
+        (), "import MODULE, a .py file or a package folder first (repeatable): it registers "
+        "your own methods, datasets or backbones (docs/methods.md); also "
+        f"{plugins.ENV}=a,b and entry points in group {plugins.GROUP}", kind=REPEAT,
+        metavar="MODULE|PATH", api=("plugins",), common=True)

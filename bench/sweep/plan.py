@@ -14,9 +14,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from bench.core import store
-from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides,
-                               field_types, get_profile, parse_data_opts, parse_set,
-                               validate)
+from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides, convert,
+                               field_types, get_profile, parse_data_opts, validate)
 from bench.core.errors import BenchError, choices_error
 from bench.core.seeds import parse_seeds
 from bench.sweep.executors import check_options
@@ -84,19 +83,21 @@ def resolve_run(opts: RunOptions):
                                            "paper": list(PAPER_BACKBONES)})]
     names = expand_names(opts.method, training_methods(), "method", METHODS,
                          aliases={"paper": list(PAPER_METHODS)})
-    raw = parse_set(list(opts.overrides))
+    given = dict(opts.overrides)  # (key, value) pairs: text from the command line
     owned = {name: field_types(method_params(name)) for name in names}
     train_keys = field_types(base)
     valid = set(train_keys).union(*owned.values())
-    for key in raw:
+    for key in given:
         if key not in valid:
             raise unknown_key(key, names, sorted(valid))
-    cfg = apply_overrides(base, {k: v for k, v in raw.items() if k in train_keys})
+    cfg = apply_overrides(base, {k: v for k, v in given.items() if k in train_keys})
     cfg = _initial_weights(cfg, opts)
     validate(cfg)  # a bad value fails here, not once per run
     preset = PROFILE_METHOD_SETS.get(opts.profile, {})  # the profile's method presets
-    per_method = {n: {k: v for k, v in {**preset, **raw}.items() if k in owned[n]}
-                  for n in names}
+    # each value converted to its field's declared type here, once: the specs
+    # carry typed values and no worker parses text again
+    per_method = {n: {k: convert(k, v, owned[n][k]) for k, v in {**preset, **given}.items()
+                      if k in owned[n]} for n in names}
     methods = [create_method(n, per_method[n]) for n in names]
     return seeds, methods, cfg, datasets, backbones, per_method
 

@@ -59,3 +59,26 @@ def test_run_hashes_are_unchanged(args, expected, tmp_path):
     runs = api.run(dataset="digits", seeds=1, results=str(tmp_path), dry_run=True, **args)
     assert dict(zip(runs["method"], runs["config_hash"])) == expected
     assert set(runs["status"]) == {"missing"}
+
+
+def _typed(text: str):
+    """'true' -> True, '3' -> 3, '0.05' -> 0.05, 'paper' -> 'paper': the value
+    a notebook would pass instead of the command line's text."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+@pytest.mark.parametrize("args, expected", [r for r in RUNS if "sets" in r[0]])
+def test_typed_set_values_give_the_same_hashes(args, expected, tmp_path):
+    """--set values carried typed (bench.api's dict, the plan's conversion)
+    hash as their text did: records on disk stay done."""
+    typed = {**args, "overrides": {k: _typed(v) for k, v in args["sets"].items()}}
+    del typed["sets"]
+    runs = api.run(dataset="digits", seeds=1, results=str(tmp_path), dry_run=True, **typed)
+    assert dict(zip(runs["method"], runs["config_hash"])) == expected
