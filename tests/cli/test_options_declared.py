@@ -174,3 +174,12 @@ def test_a_renamed_flag_keeps_its_old_spelling():
 def test_the_fuse_seeds_alias_still_sets_fuse():
     args = build_parser(["run"]).parse_args(["run", "--fuse-seeds"])
     assert options_from(RunOptions, args).fuse == "seeds"
+
+
+def test_positional_arguments_keep_their_order(tmp_path):
+    tiny = {"cycles": 1, "epochs_per_cycle": 1, "image_size": 16}
+    by_position = api.run("sl1h", "digits", "smallcnn", 1, "quick", tiny,
+                          results=tmp_path / "r", dry_run=True)
+    by_name = api.run(method="sl1h", dataset="digits", backbone="smallcnn", seeds=1,
+                      profile="quick", overrides=tiny, results=tmp_path / "r", dry_run=True)
+    assert by_position.equals(by_name) and list(by_name["status"]) == ["missing"]
