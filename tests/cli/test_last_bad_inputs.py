@@ -81,10 +81,13 @@ def test_point4_slurm_without_submitit_stops_before_anything_is_touched(
         tmp_path, capsys, monkeypatch):
     """A damaged record would have been moved aside before the executor found
     submitit missing; now nothing is touched."""
+    from sweeputil import run_args, specs_for
+
     results = tmp_path / "r"
-    assert main(["run", *TINY_RUN, "--results", str(results)]) == 0
-    (record,) = [k.path(results) for k in store.iter_records(results)]
-    (record / "predictions.npz").write_bytes(b"cut")
+    (spec,) = specs_for(run_args(results, "--seeds", "1", "--profile", "quick", "--set",
+                                 "image_size=12"))
+    store.write_record(spec.record, {"seed": 0}, {"test": {"acc": 0.5}}, {"v": [1.0]})
+    (spec.record / "predictions.npz").write_bytes(b"cut")  # damaged: a run would move it
     before = tree(results)
     monkeypatch.setitem(sys.modules, "submitit", None)
     capsys.readouterr()

@@ -1,7 +1,7 @@
 """Issue 35, point 8: `bench run --dry-run` writes nothing anywhere: no image
 cache in the data folder, no lock, no results folder, nothing in HOME, the
 working folder or TMPDIR. The whole tree the command could reach is compared
-before and after; a real run afterwards still builds the cache it needs."""
+before and after (that a real run builds the cache: tests/datasets)."""
 from __future__ import annotations
 
 import os
@@ -59,10 +59,3 @@ def test_point8_dry_run_writes_nothing_anywhere(tmp_path):
         assert done.returncode == 0, done.stderr
         assert done.stdout.count("csv") >= 4  # a row per run: 2 methods x 2 seeds
         assert _tree(tmp_path) == before, sorted(set(_tree(tmp_path)) - set(before))
-    # the real run of the same grid writes its cache where the dry run did not
-    done = subprocess.run(bench_cmd(*argv, "--seeds", "1", "--method", "sl1h", "--set",
-                                    "cycles=1", "--set", "epochs_per_cycle=1", "--backbone",
-                                    "smallcnn"),
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert list((data / ".bench-cache").glob("*.npy"))
