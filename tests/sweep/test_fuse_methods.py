@@ -183,6 +183,29 @@ def _alone(spec, root) -> object:
     return run_seed(exp, bundle, method, spec.seed, root, progress=False)[1]
 
 
+def _fused_here(group, root) -> list:
+    """`group` trained as one fused group in this process, at the thread count
+    the local executor gives its one slot (CPU sums depend on it): what the
+    sweep's worker computes for that group, bit for bit."""
+    import os
+
+    import torch
+
+    from bench.sweep.grid import experiment_for
+
+    members = []
+    for spec in group:
+        method = create_method(spec.method, dict(spec.method_overrides))
+        exp, bundle = experiment_for(spec, method)
+        members.append((exp, method, spec.seed))
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    try:
+        return [path for _, path in run_members(members, bundle, root, progress=False)]
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_fuse_methods_sweep_equals_unfused_and_resumes_only_the_missing(tmp_path, capsys):
     fused = tmp_path / "fused"
     assert main(_argv(fused, "--fuse", "methods")) == 0
@@ -207,9 +230,18 @@ def test_fuse_methods_sweep_equals_unfused_and_resumes_only_the_missing(tmp_path
         shutil.rmtree(specs[i].record)
     assert main(_argv(fused, "--fuse", "methods")) == 0
     assert "2 trained, 2 already done, 0 failed" in capsys.readouterr().out
+    # The retrained pair equals the same pair trained here bit for bit; against
+    # each run alone it is only close: at 12 px and 16 steps a last-bit change
+    # can flip a ReLU and move mixup/1's logits by ~3e-4 (a relative 1e-7 nudge
+    # of the initial weights does as much in a run alone), and a group of two
+    # at 2-3 threads lands on such a flip.
+    pair = dict(zip((0, 3), _fused_here([specs[0], specs[3]], tmp_path / "pair")))
     for i, spec in enumerate(specs):
         config = store.read_json(spec.record / "config.json")
-        np.testing.assert_allclose(_logits(spec.record), _logits(alone[i]), rtol=0, atol=1e-4)
+        if i in pair:
+            np.testing.assert_array_equal(_logits(spec.record), _logits(pair[i]))
+        np.testing.assert_allclose(_logits(spec.record), _logits(alone[i]), rtol=0,
+                                   atol=1e-3 if i in pair else 1e-4)
         if i in (0, 3):
             assert config["fused_members"] == ["sl1h/0", "mixup/1"]
             assert config["fused_group"] == [spec.seed]
