@@ -19,14 +19,16 @@ A field's kind says what its value is and how a caller may give it:
   switch  bool                            --x                True / False
   either  bool, or None (not given)       --x / --no-x       True / False / None
   repeat  a tuple of texts (comma lists)  --x A --x B,C      'A' or ['A', 'B,C']
-  pairs   (key, value) pairs              --x K=V ...        {K: V} (values keep their type)
-  items   'KEY=TEXT' texts                --x K=T ...        {K: T}
+  pairs   (key, value) pairs              --x K=V ...        {K: V} (values keep their type,
+                                                             or as text: text_values)
+  items   'KEY=TEXT' texts                --x K=T ...        {K: T} (--label: its reader
+                                                             checks keys against the records)
   seeds   N, A-B or a comma list (text)   --x 5              5, [0, 3], [2] (seed 2), '2-4'
 
 Every options dataclass derives from `Options`, whose `__post_init__`
 brings each value to that one form when the object is built: the command
 line's strings and a notebook's dict, list or int give equal objects, and
-nothing downstream parses `KEY=VALUE` text again. Without `kind` the
+nothing downstream parses `KEY=VALUE` text again (but `items`). Without `kind` the
 annotation decides: bool is a switch, `bool | None` either, tuple repeat,
 anything else a value (int and float flags are converted by the parser).
 """
@@ -160,6 +162,8 @@ def normal(d: Declared, value):
         if isinstance(value, (list, tuple)) and len(value) == 1:
             return f"{value[0]}-{value[0]}"  # a bare '2' would mean seeds 0..1
         return _commas(value) if isinstance(value, (list, tuple)) else value
+    if d.kind in (REPEAT, ITEMS) and not isinstance(value, (str, list, tuple, dict)):
+        raise BenchError(f"{d.spelling} {value!r}: expected a text or a list of them")
     if d.kind == REPEAT:
         return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
     if d.kind == PAIRS:
@@ -179,6 +183,9 @@ def pairs(value, flag: str = "--set") -> tuple:
     each split once on its first '=') -> (('lr', 0.1),); a later key wins."""
     if isinstance(value, dict):
         return tuple(value.items())
+    if not isinstance(value, (str, list, tuple)):
+        raise BenchError(f"{flag} {value!r}: expected a dict, KEY=VALUE texts or (key, value) "
+                         "pairs")
     out: dict = {}
     for item in [value] if isinstance(value, str) else value:
         if isinstance(item, str):
@@ -186,9 +193,10 @@ def pairs(value, flag: str = "--set") -> tuple:
             if not sep or not key.strip():
                 raise BenchError(f"{flag} expects key=value, got '{item}'")
             out[key.strip()] = text.strip()
+        elif isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
+            out[item[0]] = item[1]
         else:
-            key, text = item
-            out[key] = text
+            raise BenchError(f"{flag} expects key=value, got {item!r}")
     return tuple(out.items())
 
 

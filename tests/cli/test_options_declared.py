@@ -183,3 +183,14 @@ def test_positional_arguments_keep_their_order(tmp_path):
     by_name = api.run(method="sl1h", dataset="digits", backbone="smallcnn", seeds=1,
                       profile="quick", overrides=tiny, results=tmp_path / "r", dry_run=True)
     assert by_position.equals(by_name) and list(by_name["status"]) == ["missing"]
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(overrides=5), "--set 5: expected a dict, KEY=VALUE texts or (key, value) pairs"),
+    (dict(overrides=[("lr",)]), "--set expects key=value, got ('lr',)"),
+    (dict(data_opts=["x"]), "--data-opt expects key=value, got 'x'"),
+    (dict(plugin=3), "--plugin 3: expected a text or a list of them")])
+def test_a_value_of_the_wrong_shape_is_one_line(options, message, tmp_path):
+    with pytest.raises(BenchError) as err:
+        api.run(results=tmp_path / "r", **options)
+    assert str(err.value) == message and not (tmp_path / "r").exists()
