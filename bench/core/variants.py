@@ -114,14 +114,15 @@ def _ts_base(p):
     return scaled_probs(p["test_logits"], 1.0), {}
 
 
-@register_variant("ts", "temperature scaling fitted on validation NLL (head logits averaged)",
+@register_variant("ts", "temperature scaling fitted on validation NLL (head logits averaged); "
+                  "rows <method>+ts, printed +TS",
                   column="ts", suffix="+ts", label="+TS", shown="+TS", posthoc=True)
 def _ts(p):
     t = fit_temperature(p["val_logits"], p["val_labels"])
     return scaled_probs(p["test_logits"], t), {"temperature": t}
 
 
-@register_variant("dens", "deep ensemble: mean prediction of the sl1h seeds", ensemble=True,
+@register_variant("dens", "D-Ens: deep ensemble, mean prediction of the sl1h seeds", ensemble=True,
                   boot=True)
 def _dens(preds):
     first = preds[0]["test_labels"]
