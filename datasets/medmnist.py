@@ -22,6 +22,10 @@ from .cache import writes_allowed
 from .filelist import check_options, default_root
 
 OFFICIAL_SIZES = (28, 64, 128, 224)
+# PathMNIST's official split sizes (medmnist.INFO["pathmnist"]["n_samples"]),
+# the paper's: here so that a report or the GPU plan can read them without
+# importing medmnist (tests/speed/test_gpuplan.py checks them against INFO).
+PATHMNIST_PUBLISHED = {"train": 89996, "val": 10004, "test": 7180}
 LEGACY_ROOT = Path.home() / ".medmnist"  # medmnist's own download folder, used if present
 
 # Single-label 2D flags (name, classes, what). chestmnist is multi-label and

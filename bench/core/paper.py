@@ -51,6 +51,10 @@ BACKBONE_ALIASES = {"swin_t": "swin_tiny"}
 METHOD_NAMES = {"sl1h": "SL1H", "ls": "LS", "mbls": "MbLS", "mixup": "MixUp", "dca": "DCA",
                 DENS: "D-Ens", "2hsl": "2HSL", "2hml": "2HML", "4hml": "4HML"}
 BACKBONE_NAMES = {"resnet50": "ResNet50", "convnext_tiny": "ConvNeXt", "swin_tiny": "Swin-T"}
+# ... and the harness's other built-in backbones. Each backbone is registered
+# with its display name (bench.train.backbones), which config.json records as
+# `backbone_name`; these spellings also name records written before that.
+OTHER_BACKBONE_NAMES = {"smallcnn": "SmallCNN", "resnet18": "ResNet18"}
 # ... and its datasets, with the offline demo's (no dataset registry entry
 # carries a display name; `--data-opt name=` records one per run).
 DATASET_NAMES = {"chaoyang": "Chaoyang", "kvasir": "Kvasir", "pathmnist": "PathMNIST",

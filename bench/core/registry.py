@@ -17,17 +17,21 @@ class Registry:
         self.kind = kind
         self._entries: Dict[str, Tuple[Callable, str]] = {}
         self._resolvers: list[Callable[[str], Tuple[Callable, dict] | None]] = []
+        self._display: Dict[str, str] = {}  # name -> how reports print it, where declared
 
-    def register(self, name: str, description: str = ""):
-        """Decorator: register `fn` under `name`; a duplicate name is an error."""
+    def register(self, name: str, description: str = "", display_name: str = ""):
+        """Decorator: register `fn` under `name`; a duplicate name is an error.
+        `display_name`: how tables and figures print it (a backbone's
+        "ResNet50"; a method declares its own on its class instead)."""
 
         def deco(fn):
-            self.add(name, fn, description or (fn.__doc__ or "").strip().splitlines()[0])
+            self.add(name, fn, description or (fn.__doc__ or "").strip().splitlines()[0],
+                     display_name)
             return fn
 
         return deco
 
-    def add(self, name: str, fn: Callable, description: str) -> None:
+    def add(self, name: str, fn: Callable, description: str, display_name: str = "") -> None:
         """A name already taken (by a built-in, a plugin, or a patterned name
         such as '8hml') is an error: a plugin never silently overrides one."""
         taken = self._entries.get(name, (None,))[0] or self._resolved(name)
@@ -35,6 +39,12 @@ class Registry:
             raise BenchError(f"duplicate {self.kind} name '{name}': already registered "
                              f"({plugins.origin_text(taken)}); choose another name")
         self._entries[name] = (fn, description)
+        if display_name:
+            self._display[name] = display_name
+
+    def display_name(self, name: str) -> str:
+        """The display name `name` was registered with, '' where none was."""
+        return self._display.get(name, "")
 
     def _resolved(self, name: str):
         for resolver in self._resolvers:

@@ -128,7 +128,8 @@ def entry(records: list, variant: V.Variant, cache: Cache) -> dict:
             if m in want and versions.get(m, 1) == want[m] and have.get(m) != want[m]:
                 hit.setdefault("values", {})[m], have[m] = v, want[m]
     missing = [m for m, v in want.items() if have.get(m) != v]
-    need_boot = variant.boot and "boot" not in hit
+    # a cache written before a measure had a resampler lacks its interval
+    need_boot = variant.boot and not set(M.bootstrapped()) <= set(hit.get("boot", {}))
     if missing or need_boot or "info" not in hit:
         preds = [r.predictions for r in records]
         probs, labels, info = variant.apply(preds if variant.ensemble else preds[0])

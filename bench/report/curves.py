@@ -33,27 +33,41 @@ def mean_curves(frame: pd.DataFrame, x: str, columns: list[str]) -> pd.DataFrame
     return frame.groupby(keys, sort=True)[columns].mean().reset_index()
 
 
-def curves_figure(epochs: pd.DataFrame, cycles: pd.DataFrame, title: str, names=str):
-    """One dataset x backbone: train loss per epoch, then each VAL_PANELS per cycle."""
-    from bench.report.plots import subplots  # matplotlib: only when a figure is drawn
+def curves_figure(epochs: pd.DataFrame, cycles: pd.DataFrame, title: str, names=str,
+                  sections=None):
+    """One dataset x backbone: train loss per epoch, then each VAL_PANELS per
+    cycle; one line per method in table order (bench.report.tables.
+    ordered_methods with the report's `sections`), so the legend reads as the
+    tables do; epochs and cycles are whole numbers, and so are the ticks."""
+    from matplotlib.ticker import MaxNLocator
 
+    from bench.report.plots import subplots  # matplotlib: only when a figure is drawn
+    from bench.report.tables import ordered_methods
+
+    present = set(epochs["method"]) | set(cycles["method"])
+    order = [m for sec in ordered_methods(present, sections) for m in sec if m in present]
     fig, axes = subplots(1, 1 + len(VAL_PANELS), figsize=(4 * (1 + len(VAL_PANELS)), 3.2))
-    for method, rows in epochs.groupby("method", sort=False):
+    for method in order:
+        rows = epochs[epochs["method"] == method].sort_values("step_epoch")
         axes[0].plot(rows["step_epoch"], rows["train_loss"], label=names(method))
     axes[0].set(xlabel="epoch", title="training loss (epoch mean)")
     for ax, (col, label) in zip(axes[1:], VAL_PANELS):
-        for method, rows in cycles.groupby("method", sort=False):
+        for method in order:
+            rows = cycles[cycles["method"] == method].sort_values("cycle")
             ax.plot(rows["cycle"], rows[col], marker="o", label=names(method))
         ax.set(xlabel="cycle", title=label)
+    for ax in axes:  # a one-epoch run would otherwise get ticks 0.96 ... 1.04
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     axes[0].legend(fontsize="small")
     fig.suptitle(title)
     fig.tight_layout()
     return fig
 
 
-def write_curves(runs, folder: Path, names=str, title=lambda ds, bb: f"{ds} / {bb}"
-                 ) -> list[Path]:
-    """curves_<dataset>_<backbone>.png/.pdf for each cell with any history."""
+def write_curves(runs, folder: Path, names=str, title=lambda ds, bb: f"{ds} / {bb}",
+                 sections=None) -> list[Path]:
+    """curves_<dataset>_<backbone>.png/.pdf for each cell with any history;
+    `sections`: the report's row order (--order), for the legend."""
     from bench.report import plots
 
     epochs, cycles = history_frames(runs)
@@ -64,6 +78,6 @@ def write_curves(runs, folder: Path, names=str, title=lambda ds, bb: f"{ds} / {b
     written = []
     for (ds, bb), rows in epochs.groupby(["dataset", "backbone"]):
         cyc = cycles[(cycles["dataset"] == ds) & (cycles["backbone"] == bb)]
-        fig = curves_figure(rows, cyc, title(ds, bb), names)
+        fig = curves_figure(rows, cyc, title(ds, bb), names, sections)
         written += plots.save(fig, folder / f"curves_{ds}_{bb}")
     return written

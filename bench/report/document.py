@@ -134,7 +134,8 @@ class Report:
         files += figs.make_bin_sensitivity(self.cell_map, out, sections, self.labels)
         files += curves.write_curves(self.run_list, out / "figures",
                                      lambda m: method_name(m, self.labels),
-                                     lambda ds, bb: figs.block_title(ds, bb, self.labels))
+                                     lambda ds, bb: figs.block_title(ds, bb, self.labels),
+                                     sections)
         return files + figs.make_cd(self.cd_results, out, opts.alpha)
 
 

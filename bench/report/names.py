@@ -2,8 +2,9 @@
 
 A method's name comes from its registration (Method.display: its declared
 display name, else the paper's), a dataset's from `--data-opt name=...`
-recorded in config.json (`dataset_name`), else the paper's names
-(bench.core.paper); `--label` overrides any of them. The result is one dict, key -> text, that the tables,
+recorded in config.json (`dataset_name`), a backbone's from its
+registration's display name recorded there (`backbone_name`), else the
+paper's names (bench.core.paper); `--label` overrides any of them. The result is one dict, key -> text, that the tables,
 figures and footnotes read.
 """
 from __future__ import annotations
@@ -31,19 +32,22 @@ def parse_labels(items, known) -> dict[str, str]:
 
 
 def recorded_names(runs) -> tuple[dict[str, str], list[str]]:
-    """dataset -> the display name its records carry (`--data-opt name=`), and
-    a note per dataset whose records carry several (the first is used)."""
+    """dataset or backbone -> the display name its records carry (a dataset's
+    `--data-opt name=`, a backbone's registered display name), and a note
+    per key whose records carry several (the first is used)."""
     found: dict[str, set] = {}
     for r in runs:
-        name = r.record.config.get("dataset_name")
-        if name:
-            found.setdefault(r.dataset, set()).add(name)
+        for field, key in (("dataset_name", r.dataset), ("backbone_name", r.backbone)):
+            name = r.record.config.get(field)
+            if name:
+                found.setdefault(key, set()).add(name)
     names, notes = {}, []
-    for ds, texts in sorted(found.items()):
-        names[ds] = sorted(texts)[0]
+    for key, texts in sorted(found.items()):
+        names[key] = sorted(texts)[0]
         if len(texts) > 1:
-            notes.append(f"{ds}: records carry several display names ({', '.join(sorted(texts))});"
-                         f" using '{names[ds]}' (set one with --label {ds}=TEXT)")
+            notes.append(f"{key}: records carry several display names "
+                         f"({', '.join(sorted(texts))}); using '{names[key]}' (set one with "
+                         f"--label {key}=TEXT)")
     return names, notes
 
 

@@ -78,7 +78,13 @@ class ReportOptions(Options):
     no_gap: bool = option(False, "leave out the Gap column")
     published_rows: bool = option(
         False, "add the paper's published rows (marked, not re-run) to the tables of its "
-        "dataset x backbone blocks, for methods without records here")
+        "dataset x backbone blocks, for methods without records here; refused where the "
+        "re-run rows were trained otherwise (profile, epochs, pretraining, image or split "
+        "sizes)")
+    # the copied rows beside re-run rows of another protocol (bench.report.comparable)
+    published_rows_anyway: bool = option(
+        False, "with --published-rows: place them even beside re-run rows trained otherwise "
+        "than the published ones; each table's footnote names the differences")
     test: str = option("auto", "paired test: auto = t-test below 6 seeds, Wilcoxon from 6",
                        choices=TESTS)
     alpha: float = option(
@@ -115,6 +121,9 @@ class ReportOptions(Options):
             raise choices_error("--compare", self.compare, COMPARE_CHOICES)
         metrics = parse_metrics(self.metrics)
         parse_variants(self.variants)
+        if self.published_rows_anyway and not self.published_rows:
+            raise BenchError("--published-rows-anyway: it places the rows of --published-rows "
+                             "beside unlike runs; add --published-rows (or drop it)")
         if self.published_rows:
             from bench.report import copied
 

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from bench.core import store
 from bench.core.errors import BenchError
-from bench.report import aggregate, configs, copied, names, paired, stats, unfinished
+from bench.report import aggregate, comparable, configs, copied, names, paired, stats, unfinished
 from bench.report import cells as cells_mod
 from bench.report import figures as figs
 from bench.report.document import Report
@@ -65,8 +65,9 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     pub = copied.published_cells(cells, not opts.no_ts) if opts.published_rows else {}
     if opts.published_rows and not pub:
         notes.append(copied.NONE_ADDED)
+    unlike = _unlike(opts, runs, pub, labels)
     test_names = " / ".join(sorted(set(sig["test"]))) or None  # which test(s) ran
-    tables = make_tables(opts, {**cells, **pub}, expected, marks, test_names, labels)
+    tables = make_tables(opts, {**cells, **pub}, expected, marks, test_names, labels, unlike)
     cd, f_rows, f_notes = figs.friedman_tests(tables, opts.alpha)
     if not opts.no_plots:  # the Friedman results go with the CD diagrams
         notes += f_notes
@@ -76,6 +77,21 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
         significance=sig, friedman=pd.DataFrame(f_rows, columns=FRIEDMAN_COLUMNS),
         comparison=_comparison(cells) if opts.compare == "paper" else None,
         cd_results=cd, cache=cache)
+
+
+def _unlike(opts: ReportOptions, runs, pub: dict, labels: dict) -> dict[str, tuple]:
+    """dataset -> how its re-run rows differ from the protocol of the copied
+    rows beside them (bench.report.comparable), for the tables' footnote;
+    without --published-rows-anyway any difference stops the report."""
+    from bench.report.tables import backbone_name
+
+    found = comparable.block_differences(runs, {(ds, bb) for ds, bb, _ in pub}, labels)
+    if found and not opts.published_rows_anyway:
+        raise comparable.refusal(found, labels)
+    out: dict[str, list] = {}
+    for (ds, bb), texts in found.items():
+        out.setdefault(ds, []).extend(f"{backbone_name(bb, labels)} {t}" for t in texts)
+    return {ds: tuple(texts) for ds, texts in out.items()}
 
 
 def _significance_notes(opts: ReportOptions, sig: pd.DataFrame) -> list[str]:
@@ -153,9 +169,10 @@ def setup_notes(runs) -> list[str]:
 
 
 def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dict,
-                sig_name: str | None = None, labels=None) -> list:
+                sig_name: str | None = None, labels=None, unlike=None) -> list:
     """Every table: per dataset the main, std and (unless --no-ts) TS table;
-    `sig_marks` from bench.report.paired, `sig_name` the test(s) behind them."""
+    `sig_marks` from bench.report.paired, `sig_name` the test(s) behind them;
+    `unlike`: dataset -> how re-run rows differ from the copied rows' protocol."""
     tables = []
     for ds in sorted(expected):
         sig = {(b, k): v for (d, b, k), v in sig_marks.items() if d == ds}
@@ -167,7 +184,8 @@ def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dic
                             sig=sig if opts.significance else None, sig_test=sig_name,
                             caption=opts.caption(kind), metrics=opts.metric_columns,
                             ci=opts.ci, labels=labels, gap=not opts.no_gap,
-                            reference=opts.significance_ref, variants=opts.variant_list)
+                            reference=opts.significance_ref, variants=opts.variant_list,
+                            unlike=(unlike or {}).get(ds, ()))
             if t is not None:
                 tables.append(t)
     return tables

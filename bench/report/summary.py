@@ -17,6 +17,8 @@ from bench.core import variants as V
 from bench.core.record import records as read_records
 from bench.report import aggregate
 from bench.report.cells import CellData, Run
+from bench.report.names import recorded_names
+from bench.report.tables import backbone_name, method_name
 # Which cells the summary shows under each method, in this order.
 SHOWN = (V.PLAIN, V.TS, V.DENS)
 
@@ -35,13 +37,17 @@ def experiment_paths(records) -> "OrderedDict[object, list[Path]]":
     return by_exp
 
 
-def _row(g: CellData) -> list:
+def _row(g: CellData, names: dict) -> list:
+    """One row, named as the report's tables name it: the method's display
+    name (+TS for its scaled row, D-Ens for the ensemble) and the backbone's."""
+    label = method_name(g.row_method, names) + ("" if g.variant == V.DENS else g.variant.label)
+    backbone = backbone_name(g.backbone, names)
     if g.single:  # one ensemble, one number per metric
         cells = [f"{100 * g.values[key][0]:.2f}" for key in M.paper()]
-        return [g.key, g.backbone, g.extra["members"], *cells, ""]
+        return [label, backbone, g.extra["members"], *cells, ""]
     cells = [mean_pm_std(g.values[key]) for key in M.paper()]
     temps = g.extra.get("temperature")
-    return [g.key, g.backbone, g.n, *cells, f"{np.mean(temps):.3f}" if temps else ""]
+    return [label, backbone, g.n, *cells, f"{np.mean(temps):.3f}" if temps else ""]
 
 
 def summary_rows(records) -> list[list]:
@@ -49,9 +55,11 @@ def summary_rows(records) -> list[list]:
     rows = []
     for paths in experiment_paths(records).values():
         recs = read_records(store.RecordKey.root_of(paths[0]), paths)
-        built, _ = aggregate.build_cells([Run(r, r.method) for r in recs if r.damaged is None])
+        runs = [Run(r, r.method) for r in recs if r.damaged is None]
+        built, _ = aggregate.build_cells(runs)
+        names, _ = recorded_names(runs)  # the backbone's recorded display name
         by_variant = {g.variant: g for g in built.values()}
-        rows += [_row(by_variant[v]) for v in SHOWN if v in by_variant]
+        rows += [_row(by_variant[v], names) for v in SHOWN if v in by_variant]
     return rows
 
 

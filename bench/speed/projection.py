@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.core.paper import PAPER_METHODS
+from bench.datasets.medmnist import PATHMNIST_PUBLISHED
 from bench.methods import create_method
 from bench.core.config import PROFILES
 from bench.core.schedule import steps_per_epoch
@@ -33,10 +34,10 @@ class DataShape:
     test: int
 
 
-# PathMNIST (MedMNIST v2, docs/fidelity.md): 9 classes, train/val/test counts. Kept
-# here rather than read from the `medmnist` package, which a GPU machine may
-# lack; tests/test_gpuplan.py checks them against medmnist.INFO.
-PATHMNIST = (9, 89996, 10004, 7180)
+# PathMNIST (MedMNIST v2, docs/fidelity.md): 9 classes, train/val/test counts,
+# from the adapter's constant rather than the `medmnist` package, which a GPU
+# machine may lack; tests/test_gpuplan.py checks them against medmnist.INFO.
+PATHMNIST = (9, *PATHMNIST_PUBLISHED.values())
 
 
 def data_shapes() -> dict[str, DataShape]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
+from bench.core.paper import BACKBONE_NAMES, OTHER_BACKBONE_NAMES
 from bench.core.registry import Registry
+from bench.core.sizes import SIZE_RULES, TIMM_SIZE_RULES, fit_size  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:  # torch loads when a model is built, not when a name is listed
     from torch import nn
@@ -64,25 +66,12 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
     return MultiHeadNet(bb, heads, num_classes), bb
 
 
-# name -> (min size, multiple): the image size a backbone can take. ConvNeXt's
-# stride-32 stem+downsamplings fail at 28 px (docs/fidelity.md), so PathMNIST uses 32.
-# Both implementations floor odd sizes in each downsampling (150 px works);
-# torchvision's Swin pads to its patch and window sizes, timm's needs a
-# multiple of its patch size.
-SIZE_RULES = {"convnext_tiny": (32, 1), "swin_tiny": (28, 1), "resnet50": (8, 1),
-              "smallcnn": (8, 1)}
-TIMM_SIZE_RULES = {**SIZE_RULES, "swin_tiny": (28, 4)}
+# What size each backbone takes (SIZE_RULES, fit_size) lives in bench.core.sizes,
+# where the report reads it too.
 
 
-def fit_size(backbone: str, size: int, impl: str = "torchvision") -> int:
-    """The smallest size >= `size` that `backbone` accepts."""
-    rules = TIMM_SIZE_RULES if impl == "timm" else SIZE_RULES
-    low, multiple = rules.get(backbone, (1, 1))
-    size = max(size, low)
-    return -(-size // multiple) * multiple
-
-
-@BACKBONES.register("smallcnn", "4-layer CNN (32-64-128-128), CPU demo backbone, any size >= 8 px")
+@BACKBONES.register("smallcnn", "4-layer CNN (32-64-128-128), CPU demo backbone, any size >= 8 px",
+                    OTHER_BACKBONE_NAMES["smallcnn"])
 def smallcnn(image_size: int, pretrained: bool = False, weights=None, **_) -> Backbone:
     if pretrained or weights is not None:
         from bench.core.errors import BenchError
@@ -203,28 +192,30 @@ def paper_backbone(name: str, image_size: int, pretrained: bool, weights, impl: 
     return bb
 
 
-@BACKBONES.register("resnet18", "timm resnet18 (11M params), small CPU-friendly backbone")
+@BACKBONES.register("resnet18", "timm resnet18 (11M params), small CPU-friendly backbone",
+                    OTHER_BACKBONE_NAMES["resnet18"])
 def resnet18(image_size: int, pretrained: bool = False, weights=None, drop_path: float = -1.0,
              **_) -> Backbone:
     return timm_backbone("resnet18", image_size, pretrained, weights, drop_path)
 
 
 @BACKBONES.register("resnet50", "ResNet50 (25M params), torchvision (or timm: backbone_impl), "
-                    "any size >= 8 px")
+                    "any size >= 8 px", BACKBONE_NAMES["resnet50"])
 def resnet50(image_size: int, pretrained: bool = False, weights=None,
              impl: str = "torchvision", drop_path: float = -1.0) -> Backbone:
     return paper_backbone("resnet50", image_size, pretrained, weights, impl, drop_path)
 
 
 @BACKBONES.register("convnext_tiny", "ConvNeXt-T (28M), torchvision (drop path 0.1) or timm; "
-                    "a fresh head norm per head; >= 32 px (PathMNIST: 32)")
+                    "a fresh head norm per head; >= 32 px (PathMNIST: 32)",
+                    BACKBONE_NAMES["convnext_tiny"])
 def convnext_tiny(image_size: int, pretrained: bool = False, weights=None,
                   impl: str = "torchvision", drop_path: float = -1.0) -> Backbone:
     return paper_backbone("convnext_tiny", image_size, pretrained, weights, impl, drop_path)
 
 
 @BACKBONES.register("swin_tiny", "Swin-T (28M), torchvision swin_t (drop path 0.2) or timm "
-                    "swin_tiny_patch4_window7_224; >= 28 px")
+                    "swin_tiny_patch4_window7_224; >= 28 px", BACKBONE_NAMES["swin_tiny"])
 def swin_tiny(image_size: int, pretrained: bool = False, weights=None,
               impl: str = "torchvision", drop_path: float = -1.0) -> Backbone:
     return paper_backbone("swin_tiny", image_size, pretrained, weights, impl, drop_path)

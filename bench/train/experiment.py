@@ -128,6 +128,11 @@ def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: i
               "backbone_weights": weights_label, **backbone_fields(exp), **extra,
               **({"dataset_name": bundle.display_name}
                  if getattr(bundle, "display_name", "") else {}),
+              # how reports print the backbone (its registration's display_name)
+              **({"backbone_name": BACKBONES.display_name(exp.backbone)}
+                 if BACKBONES.display_name(exp.backbone) else {}),
+              # what `bench report --published-rows` compares with the published counts
+              "split_sizes": {s: len(bundle.split(s)) for s in ("train", "val", "test")},
               "code": exp.code_dict(),
               "provenance": provenance(device)}
     store.write_record(path, config, record_metrics(result, bundle, n_params), {

@@ -1,60 +1,15 @@
 """The protocol of one run resolved from its config, dataset, backbone and method
-(docs/fidelity.md): image sizes per split, the checkpoint score,
-deterministic kernels, and the training-batch resize after augmentation."""
+(docs/fidelity.md): image sizes per split (bench.core.sizes), the checkpoint
+score, deterministic kernels, and the training-batch resize after augmentation."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from bench.core.config import TrainConfig
-from bench.core.errors import BenchError
 from bench.core.metrics import auc_ovr_macro, head_probs
-from bench.train.backbones import fit_size
-
-
-@dataclass(frozen=True)
-class Sizes:
-    """Pixels of one run: training images are augmented at `augment`, then
-    resized to `train` (the model's input); validation at `train`; test at `test`."""
-
-    augment: int
-    train: int
-    test: int
-
-
-def resolve_sizes(cfg: TrainConfig, dataset_size: int, backbone: str, method) -> Sizes:
-    """size_rule "released": a method's `released_train_size` (150 for the
-    train_other.py methods) capped at the dataset's size, test at the dataset's
-    size; "uniform": the dataset's size everywhere. An explicit image_size is
-    also the test size unless test_size is set. Each is rounded up to what
-    the backbone accepts; augmentation happens before that rounding (PathMNIST
-    ConvNeXt: augmented at 28, resized to 32). Explicit --set sizes win, and
-    one the backbone rejects is an error."""
-    want = dataset_size
-    if cfg.size_rule == "released" and method.released_train_size:
-        want = min(method.released_train_size, dataset_size)
-    impl = cfg.backbone_impl
-    train = _fit(backbone, cfg.image_size, "image_size", impl) or fit_size(backbone, want, impl)
-    test = (_fit(backbone, cfg.test_size, "test_size", impl) or cfg.image_size
-            or fit_size(backbone, dataset_size, impl))
-    augment = cfg.augment_size or (cfg.image_size or want)
-    if impl == "timm" and backbone == "swin_tiny" and train != test:
-        # timm's Swin is built for one img_size; torchvision's pads any size
-        raise BenchError(f"backbone_impl=timm: swin_tiny trains at {train} px and tests at "
-                         f"{test} px, timm's Swin takes one size; use --set size_rule=uniform "
-                         "or --set backbone_impl=torchvision")
-    return Sizes(augment=augment, train=train, test=test)
-
-
-def _fit(backbone: str, size: int, key: str, impl: str) -> int:
-    need = fit_size(backbone, size, impl)
-    if size and need != size:
-        raise BenchError(f"--set {key}={size}: backbone '{backbone}' needs "
-                         f"{need} px here; use --set {key}={need}")
-    return size
+from bench.core.sizes import Sizes, resolve_sizes  # noqa: F401 (re-exported)
 
 
 def to_model_size(x: torch.Tensor, size: int) -> torch.Tensor:

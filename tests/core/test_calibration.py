@@ -121,7 +121,9 @@ def test_summary_has_ts_and_dens_rows(tmp_path):
             groups.append((exp, path))
             paths.setdefault(method, []).append(path)
     rows = summary_rows(groups)
-    assert [r[0] for r in rows] == ["sl1h", "sl1h+ts", "dens", "2hml", "2hml+ts"]
+    # named as the tables name them: display names, +TS, D-Ens; the backbone too
+    assert [r[0] for r in rows] == ["SL1H", "SL1H+TS", "D-Ens", "2HML", "2HML+TS"]
+    assert {r[1] for r in rows} == {"SmallCNN"}
     dens = deep_ensemble(paths["sl1h"])["test"]
     assert rows[2][2:6] == [2, f"{100 * dens['acc']:.2f}", f"{100 * dens['ece']:.2f}",
                             f"{100 * dens['nll']:.2f}"]
@@ -130,6 +132,6 @@ def test_summary_has_ts_and_dens_rows(tmp_path):
     assert rows[4][6] == f"{np.mean(temps):.3f}"
     eces = 100 * np.array([d["test"]["ece"] for d in ts])
     assert rows[4][4] == f"{eces.mean():.2f} ± {eces.std():.2f}"
-    assert "| dens" in summary_table(groups)
+    assert "| D-Ens" in summary_table(groups)
     one_seed = [g for g in groups if g[0].method == "sl1h"][:1]
-    assert [r[0] for r in summary_rows(one_seed)] == ["sl1h", "sl1h+ts"]  # one seed is no ensemble
+    assert [r[0] for r in summary_rows(one_seed)] == ["SL1H", "SL1H+TS"]  # one seed is no ensemble

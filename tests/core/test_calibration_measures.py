@@ -113,7 +113,8 @@ def test_the_registry_holds_every_measure_once():
                          "smece", "aurc", "ece5", "ece10", "ece15", "ece20", "ece30"]
     assert out["brier"] == pytest.approx(M.brier(probs, labels))
     assert registry.stored() == ("acc", "ece", "nll", "brier", "auc", "gap")
-    assert registry.paper() == registry.bootstrapped() == ("acc", "ece", "nll")
+    assert registry.paper() == ("acc", "ece", "nll")
+    assert registry.bootstrapped() == ("acc", "ece", "nll", "dl2ce")
 
 
 def test_bootstrap_resample_values_match_direct_computation():
@@ -126,6 +127,7 @@ def test_bootstrap_resample_values_match_direct_computation():
         assert res["acc"][r] == pytest.approx(M.accuracy(p, y), abs=1e-12)
         assert res["nll"][r] == pytest.approx(M.nll(p, y), abs=1e-12)
         assert res["ece"][r] == pytest.approx(torchmetrics_ece(p, y, 15), abs=1e-6)
+    # dl2ce's resampler is checked against the package in tests/core/test_debiased.py
 
 
 def test_bootstrap_interval_is_reproducible_and_covers_the_estimate():
@@ -134,7 +136,8 @@ def test_bootstrap_interval_is_reproducible_and_covers_the_estimate():
     a = C.bootstrap_ci(probs, labels, fns, n_boot=200)
     assert a == C.bootstrap_ci(probs, labels, fns, n_boot=200)
     assert a != C.bootstrap_ci(probs, labels, fns, n_boot=200, seed=1)
-    for m, fn in (("acc", M.accuracy), ("ece", M.ece), ("nll", M.nll)):
+    for m, fn in (("acc", M.accuracy), ("ece", M.ece), ("nll", M.nll),
+                  ("dl2ce", C.debiased_l2)):
         lo, hi = a[m]
         assert lo < fn(probs, labels) < hi
 

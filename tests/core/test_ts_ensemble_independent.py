@@ -123,7 +123,7 @@ def test_summary_rows_against_independent_numbers(tmp_path):
     paths, members, labels = ensemble_members(tmp_path, 2)
     exp = Exp("sl1h")  # one experiment, two seeds
     rows = summary_rows([(exp, p) for p in paths])
-    assert [r[0] for r in rows] == ["sl1h", "sl1h+ts", "dens"]
+    assert [r[0] for r in rows] == ["SL1H", "SL1H+TS", "D-Ens"]
     per_seed = [scored(softmax(z, axis=1), labels) for z in members]
     for col, key in ((3, "acc"), (4, "ece"), (5, "nll")):
         vals = 100 * np.array([m[key] for m in per_seed])

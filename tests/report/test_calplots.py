@@ -50,11 +50,52 @@ def test_smooth_data_reports_relplots_smooth_ece_and_skips_empty_confidences():
     _, probs, labels = _panels()[0]
     d = calplots.smooth_data(probs, labels)
     assert d["smece"] == pytest.approx(smooth_ece(probs, labels), abs=1e-9)
-    sparse = d["density"] < calplots.SPARSE * d["density"].max()
-    assert sparse[0] and not sparse.all()  # no confidence near 0; many near 0.75
-    assert (np.isnan(d["mu"]) == sparse).all()
+    conf = probs.max(axis=1)  # uniform on [0.5, 1]: the curve spans it and no more
+    drawn = d["mesh"][~np.isnan(d["mu"])]
+    assert conf.min() - 0.03 < drawn.min() < conf.min() + 0.01
+    assert drawn.max() == pytest.approx(1.0, abs=0.01)
     fig = calplots.smooth_reliability_figure(_panels(), "t")
     assert len(fig.axes) == 4 and len({ax.get_ylim() for ax in fig.axes[1::2]}) == 1
+
+
+def _narrow_panel(seed=0, n=500, k=10):
+    """Confidences uniform in [0.11, 0.33] (10 classes), every other one right."""
+    rng = np.random.default_rng(seed)
+    conf = rng.uniform(0.11, 0.33, n)
+    probs = np.repeat(((1 - conf) / (k - 1))[:, None], k, axis=1)
+    probs[:, 0] = conf
+    labels = np.where(np.arange(n) % 2 == 0, 0, 1 + np.arange(n) % (k - 1))
+    return probs, labels
+
+
+def test_smooth_curve_is_drawn_only_where_confidences_lie():
+    """relplot's bandwidth spreads its curve and density well beyond [0.11,
+    0.33]; neither the curve nor its over/under-confident patches may leave
+    about [0.05, 0.40]."""
+    from matplotlib.collections import PolyCollection
+
+    probs, labels = _narrow_panel()
+    d = calplots.smooth_data(probs, labels)
+    drawn = d["mesh"][~np.isnan(d["mu"])]
+    assert drawn.min() >= 0.05 and drawn.max() <= 0.40 and drawn.size > 20
+    fig = calplots.smooth_reliability_figure([("narrow", probs, labels)], "t")
+    ax = fig.axes[0]
+    xs = np.concatenate([ln.get_xdata()[np.isfinite(ln.get_ydata())] for ln in ax.lines
+                         if ln.get_label() == "smoothed accuracy"])
+    assert xs.min() >= 0.05 and xs.max() <= 0.40
+    patches = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    verts = np.concatenate([p.vertices for c in patches for p in c.get_paths()])
+    assert verts[:, 0].min() >= 0.05 and verts[:, 0].max() <= 0.40
+
+
+def test_a_lone_confidence_far_from_the_rest_draws_no_curve_there():
+    probs, labels = _narrow_panel(n=1000)
+    probs[0] = np.r_[0.9, np.full(9, 0.1 / 9)]  # one sample at 0.9: 0.1% of them
+    drawn = calplots.smooth_data(probs, labels)["mesh"]
+    drawn = drawn[~np.isnan(calplots.smooth_data(probs, labels)["mu"])]
+    assert drawn.max() <= 0.40
+    assert calplots.populated(np.array([0.2, 0.9]), probs.max(axis=1)).tolist() == [True,
+                                                                                    False]
 
 
 class _G:

@@ -62,3 +62,28 @@ def test_no_history_no_figure(tmp_path):
     path.mkdir()
     (path / "metrics.json").write_text("{}")
     assert write_curves([FakeRun("d", "b", "m", 0, path)], tmp_path / "figures") == []
+
+
+def test_legend_in_table_order_and_whole_epoch_and_cycle_ticks(tmp_path):
+    """One epoch and one cycle per run (a smoke test's records): the ticks are
+    whole numbers, and the legend lists the methods as the tables do (the
+    paper's order, a plugin's method after them), not alphabetically."""
+    from bench.report.curves import curves_figure
+
+    runs = [_record(tmp_path, m, 0, [1.0], [0.9]) for m in ("4hml", "confpen", "ls", "sl1h")]
+    epochs, cycles = history_frames(runs)
+    epochs = mean_curves(epochs, "step_epoch", ["train_loss"])
+    cycles = mean_curves(cycles, "cycle", ["val_nll", "val_ece", "val_auc"])
+    fig = curves_figure(epochs, cycles, "t", names=str.upper)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["SL1H", "LS", "4HML", "CONFPEN"]
+    for ax in fig.axes:
+        lines = [ln for ln in ax.lines if len(ln.get_xdata())]
+        assert [ln.get_label() for ln in lines] == legend
+        lo, hi = ax.get_xlim()
+        shown = [t for t in ax.get_xticks() if lo <= t <= hi]
+        assert shown and all(float(t).is_integer() for t in shown), ax.get_xticks()
+    sections = (("confpen", "sl1h"), ("4hml",))  # --order: its own order
+    fig = curves_figure(epochs, cycles, "t", names=str.upper, sections=sections)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
+        "CONFPEN", "SL1H", "4HML"]

@@ -308,7 +308,8 @@ RUNS_COLUMNS = ["dataset", "backbone", "method", "config_hash", "seed", "heads",
 # after the path: the measures computed from the logits, their bootstrap bounds
 MEASURE_COLUMNS = ["aece", "cwece", "dl2ce", "smece", "aurc", "ece5", "ece10", "ece15", "ece20",
                    "ece30", "acc_boot_lo", "acc_boot_hi", "ece_boot_lo", "ece_boot_hi",
-                   "nll_boot_lo", "nll_boot_hi", "boot_resamples", "boot_seed"]
+                   "nll_boot_lo", "nll_boot_hi", "dl2ce_boot_lo", "dl2ce_boot_hi",
+                   "boot_resamples", "boot_seed"]
 FAILURE_HEADER = ["dataset", "backbone", "method", "seed", "reason", "last_step", "path",
                   "config_hash"]
 

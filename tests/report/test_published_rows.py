@@ -9,6 +9,8 @@ from report_records import write_known
 
 from bench.cli.main import main
 from bench.core import store
+from bench.core.config import PROFILES
+from bench.core.settings import hashed
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "bench" / "report" / "paper" / "published.csv"
 
@@ -30,6 +32,28 @@ def report(root, out, *extra):
                  "--no-progress", "--published-rows", *extra])
 
 
+def paper_protocol(method: str) -> dict:
+    """config.json fields of a Chaoyang run trained as the published ones
+    (bench.report.comparable checks them): the paper profile, 224 px (LS:
+    trained at 150, docs/fidelity.md), the published split sizes."""
+    size = 150 if method == "ls" else 224
+    train = {**hashed(PROFILES["paper"]), "augment_size": size, "image_size": size,
+             "test_size": 224}
+    return {"train": train, "split_sizes": {"train": 3217, "val": 804, "test": 2139}}
+
+
+def as_paper(root: Path) -> Path:
+    """write_known's records, each config given the paper's protocol."""
+    for path in sorted(root.glob("chaoyang/*/*/abc123/seed*")):
+        config = store.read_json(path / "config.json")
+        p = store.load_predictions(path)
+        store.write_record(path, {**config, **paper_protocol(config["method"])},
+                           store.read_json(path / "metrics.json"),
+                           {k: p[k] for k in ("val_logits", "val_labels", "test_logits",
+                                              "test_labels")})
+    return root
+
+
 def test_copied_rows_rank_as_the_paper_printed_them(tmp_path):
     """One re-run SL1H seed with exactly the paper's numbers: the table is the
     paper's Chaoyang ResNet50 block, and every Rank is the one it printed."""
@@ -39,7 +63,8 @@ def test_copied_rows_rank_as_the_paper_printed_them(tmp_path):
     y = np.zeros(8, np.int64)
     path = store.record_dir(tmp_path / "r", "chaoyang", "resnet50", "sl1h", "abc123", 0)
     store.write_record(path, {"dataset": "chaoyang", "backbone": "resnet50", "method": "sl1h",
-                              "seed": 0, "heads": 1}, {"test": test, "val": test},
+                              "seed": 0, "heads": 1, **paper_protocol("sl1h")},
+                       {"test": test, "val": test},
                        {"val_logits": z, "val_labels": y, "test_logits": z, "test_labels": y})
     assert report(tmp_path / "r", tmp_path / "out", "--no-ts") == 0
     rows = md_rows(tmp_path / "out" / "tables" / "chaoyang_main.md")
@@ -60,7 +85,7 @@ def test_copied_rows_rank_as_the_paper_printed_them(tmp_path):
 
 
 def test_copied_rows_never_mix_with_rerun_rows_of_a_method(tmp_path, capsys):
-    root = write_known(tmp_path / "r", dataset="chaoyang")  # sl1h, ls, 2hml, 4hml re-run
+    root = as_paper(write_known(tmp_path / "r", dataset="chaoyang"))  # sl1h, ls, 2hml, 4hml re-run
     out = tmp_path / "out"
     assert report(root, out) == 0
     main_rows = md_rows(out / "tables" / "chaoyang_main.md")
@@ -92,7 +117,7 @@ def test_tables_with_copied_rows_labels_and_no_gap_compile_with_pdflatex(tmp_pat
     import subprocess
 
     assert shutil.which("pdflatex"), "pdflatex missing: ./setup.sh installs it"
-    root = write_known(tmp_path / "r", dataset="chaoyang")
+    root = as_paper(write_known(tmp_path / "r", dataset="chaoyang"))
     out = tmp_path / "out"
     assert report(root, out, "--no-gap", "--label", "ls=LS & co_1 (ours)", "--significance",
                   "--significance-ref", "4hml") == 0
