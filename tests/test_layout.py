@@ -238,7 +238,9 @@ def test_no_record_path_outside_the_store():
 # A record's files (config.json, metrics.json, predictions.npz) are read by
 # bench.core (bench.core.record.Record and bench.core.store) and nowhere else:
 # no other module names one in its code (docstrings and comments may).
-RECORD_FILES = ("config.json", "metrics.json", "predictions.npz")
+# (a record's kept weights, model.safetensors, share their name with the Hugging
+# Face hub's weight files, which bench.train.weights names: not listed)
+RECORD_FILES = ("config.json", "metrics.json", "predictions.npz", "evals.json")
 
 
 def record_file_sites(source: str) -> list[int]:

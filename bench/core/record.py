@@ -1,9 +1,10 @@
 """`Record`: one run record as the rest of the harness reads it.
 
 A record folder (bench.core.store) holds config.json, metrics.json and
-predictions.npz. A Record parses each at most once, when first asked for
-(a report of 360 records that finds every value in its cache never opens a
-predictions file), and is the only reader of them outside bench.core: the
+predictions.npz, and may hold the kept weights (model.safetensors) and
+evaluation sets beyond the test split (bench.core.evalfiles). A Record
+parses each at most once, when first asked for (a report of 360 records
+that finds every value in its cache never opens a predictions file), and is the only reader of them outside bench.core: the
 report, the sweep's summaries, TensorBoard export and bench.results all go
 through it. Arrays load with allow_pickle=False: a record is data, never code.
 """
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.core import files, store
+from bench.core.errors import BenchError
+from bench.core import evalfiles, files, store, weightsfile
 
 # The run's cost as metrics.json stores it (tables' --cost columns, CSVs).
 COSTS = ("n_params", "train_seconds", "train_images_per_s", "infer_ms_per_image")
@@ -115,6 +117,45 @@ class Record:
         st = os.stat(self.path / "predictions.npz")
         sha = ((self.metrics.get("files") or {}).get("predictions.npz") or {}).get("sha256", "")
         return sha or f"{st.st_size}:{st.st_mtime_ns}"
+
+    # ------------------------------------------------ weights and eval sets --
+    @property
+    def has_weights(self) -> bool:
+        """Whether the record was written with its selected checkpoint (--keep-weights)."""
+        return store.WEIGHTS in (self.metrics.get("files") or {})
+
+    def load_weights(self) -> dict:
+        """The kept state dict, after its checksum is checked (BenchError naming
+        the file when it is missing, damaged or was never kept)."""
+        if not self.has_weights:
+            raise BenchError(f"{self.key.label}: no kept weights (train it with "
+                             "--keep-weights, or evaluate at run time: bench run ... --eval)")
+        expected = self.metrics["files"][store.WEIGHTS]
+        return weightsfile.load(self.path / store.WEIGHTS, expected)
+
+    @property
+    def weights_digest(self) -> str:
+        """The kept weights' recorded sha256 ('' without kept weights)."""
+        return str(((self.metrics.get("files") or {}).get(store.WEIGHTS) or {})
+                   .get("sha256", ""))
+
+    @cached_property
+    def evals(self) -> dict:
+        """Evaluation set name -> its manifest entry ({} when none, or when the
+        manifest is damaged: `eval_damage` says so)."""
+        return evalfiles.read_manifest(self.path)[0]
+
+    def eval_damage(self) -> list[tuple[str, str]]:
+        """(set or manifest, why) of every damaged evaluation file."""
+        return evalfiles.check(self.path)
+
+    def eval_set(self, name: str) -> dict[str, np.ndarray]:
+        """One evaluation set's arrays, checksum checked, never unpickled."""
+        return evalfiles.load(self.path, name)
+
+    def eval_digest(self, name: str) -> str:
+        """What identifies a set's stored logits, for caches."""
+        return str(self.evals.get(name, {}).get("sha256", ""))
 
     @property
     def mtime(self) -> float:

@@ -4,6 +4,8 @@ results/<dataset>/<backbone>/<method>/<config-hash>/seed<k>/
     config.json       resolved config, seed, provenance
     metrics.json      val/test metrics, best cycle, timing, status
     predictions.npz   per-head val/test logits [N, M, K] and labels
+    model.safetensors the selected checkpoint (only with --keep-weights)
+    evals.json, eval-<set>.npz   logits of further evaluation sets (bench.core.evalfiles)
 results/<dataset>/<backbone>/<method>/<config-hash>/_sweep/
     seed<k>.<kind>    side files of a run that is not (yet) a record: lock,
                       progress, failure, log, cycle-end state
@@ -40,6 +42,10 @@ from bench.core.files import read_json, write_json
 
 DONE = "done"
 FILES = ("config.json", "predictions.npz")  # checksummed in metrics.json["files"]
+# the selected checkpoint (bench run --keep-weights): a record file when
+# present, checksummed beside FILES, never part of the config hash
+WEIGHTS = "model.safetensors"
+OPTIONAL_FILES = (WEIGHTS,)
 DIGEST = "digest"  # metrics.json's own sha256, over its other keys
 # a record's own name as the harness writes it (no leading zeros, so a key's
 # path is the folder it was parsed from); moved-aside copies do not match
@@ -221,16 +227,25 @@ def written_since(path: Path, t0: float) -> bool:
     return is_complete(path) and (path / "metrics.json").stat().st_mtime >= t0
 
 
-def write_record(path: Path, config: dict, metrics: dict, arrays: dict[str, np.ndarray]) -> Path:
-    """Write config/metrics/predictions under a temporary name, then rename."""
+def write_record(path: Path, config: dict, metrics: dict, arrays: dict[str, np.ndarray],
+                 extras: dict[str, bytes] | None = None) -> Path:
+    """Write config/metrics/predictions under a temporary name, then rename.
+    `extras`: further record files (OPTIONAL_FILES: the kept weights) as bytes,
+    checksummed in metrics.json with the others."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    extras = extras or {}
+    unknown = sorted(set(extras) - set(OPTIONAL_FILES))
+    if unknown:
+        raise ValueError(f"not a record file: {unknown} (known: {OPTIONAL_FILES})")
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         np.savez(tmp / "predictions.npz", **arrays)
         write_json(tmp / "config.json", config, durable=True)
-        sums = {name: file_sum(tmp / name) for name in FILES}
+        for name, data in extras.items():
+            _write_durable(tmp / name, data)
+        sums = {name: file_sum(tmp / name) for name in (*FILES, *extras)}
         # last: marks the record complete and vouches for the files above and itself
         write_json(tmp / "metrics.json", with_digest({**metrics, "status": DONE, "files": sums}),
                    durable=True)
@@ -239,6 +254,13 @@ def write_record(path: Path, config: dict, metrics: dict, arrays: dict[str, np.n
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return path
+
+
+def _write_durable(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _replace_dir(new: Path, target: Path) -> None:
@@ -324,11 +346,17 @@ def check(path, metrics) -> str | None:
     sums = metrics.get("files")
     if not isinstance(sums, dict):
         return _verify_by_reading(path)
-    for name in FILES:
-        reason = _check_sum(path / name, sums.get(name))
+    # the files every record has, then those it was written with (its kept weights)
+    for name in (*FILES, *(n for n in OPTIONAL_FILES if n in sums)):
+        reason = check_file(path, name, sums)
         if reason:
             return f"{name}: {reason}"
     return None
+
+
+def check_file(path, name: str, sums) -> str | None:
+    """Why the record file `name` does not match its recorded checksum, or None."""
+    return _check_sum(Path(path) / name, (sums or {}).get(name))
 
 
 def _check_sum(path: Path, expected) -> str | None:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import torch
 
-from bench.core import store
+from bench.core import store, weightsfile
 from bench.core.plugins import BUILTIN
 from bench.train.backbones import BACKBONES, backbone_impl, build_model, drop_path_rate
 from bench.core.config import TrainConfig, config_hash, result_fields
@@ -121,8 +121,9 @@ def init_model(exp: Experiment, bundle, method, seed: int):
 
 
 def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: int,
-             weights_label: str, device: str, **extra) -> None:
-    """Write one seed's record (config with provenance, metrics, predictions)."""
+             weights_label: str, device: str, keep_weights: bool = False, **extra) -> None:
+    """Write one seed's record (config with provenance, metrics, predictions;
+    `keep_weights`: the selected checkpoint too, bench.core.weightsfile)."""
     config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
               "train_full": dataclasses.asdict(exp.train), "classes": bundle.classes,
               "backbone_weights": weights_label, **backbone_fields(exp), **extra,
@@ -138,7 +139,7 @@ def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: i
     store.write_record(path, config, record_metrics(result, bundle, n_params), {
         "val_logits": result.val_logits, "val_labels": bundle.val.labels,
         "test_logits": result.test_logits, "test_labels": bundle.test.labels,
-    })
+    }, {store.WEIGHTS: weightsfile.dumps(result.state)} if keep_weights else None)
 
 
 def backbone_fields(exp: Experiment) -> dict:
@@ -149,10 +150,13 @@ def backbone_fields(exp: Experiment) -> dict:
 
 
 def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | None = None,
-             force: bool = False, progress: bool = True, on_step=None) -> tuple[str, Path]:
+             force: bool = False, progress: bool = True, on_step=None,
+             keep_weights: bool = False, evals: tuple = ()) -> tuple[str, Path]:
     """Train and store one seed; returns ('skipped'|'done', record path).
     `on_step(step, loss)`: bench.train.loop.run_loop's progress hook. A run
-    killed earlier resumes from its last cycle end (bench.train.resume)."""
+    killed earlier resumes from its last cycle end (bench.train.resume).
+    `keep_weights`: the record keeps its selected checkpoint; `evals`: sets
+    (bench.datasets.evalsets.EvalData) evaluated with it right after training."""
     path = exp.record_dir(results, seed)
     if store.is_complete(path) and not force:
         return "skipped", path
@@ -161,9 +165,22 @@ def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | 
     state = CycleState(store.state_path(path), exp.key(seed).run_id)
     result = train(model, method, exp.train, bundle, seed, device=device, progress=progress,
                    on_step=on_step, state=state)
-    save_run(path, exp, bundle, seed, result, n_params(model), bb.weights, device)
+    save_run(path, exp, bundle, seed, result, n_params(model), bb.weights, device,
+             keep_weights=keep_weights)
     state.clear()  # only once the record is complete
+    evaluate_trained(path, model, result, exp.train, evals, device)
     return "done", path
+
+
+def evaluate_trained(path: Path, model, result, cfg: TrainConfig, evals, device) -> None:
+    """Store each evaluation set of a run just trained, with its selected
+    checkpoint (still in memory) loaded into `model`."""
+    if not evals:
+        return
+    from bench.train.evaluate import store_sets
+
+    model.load_state_dict(result.state)
+    store_sets(path, model.to(device), list(evals), cfg, device, "trained")
 
 
 def n_params(model) -> int:

@@ -113,16 +113,17 @@ def group_fields(exp, members: list) -> dict:
 
 # ---------------------------------------------------------- run records --
 def run_members(members: list, bundle, results, device: str | None = None,
-                force: bool = False, progress: bool = True,
-                on_step=None) -> list[tuple[str, object]]:
+                force: bool = False, progress: bool = True, on_step=None,
+                keep_weights: bool = False, evals: tuple = ()) -> list[tuple[str, object]]:
     """bench.train.experiment.run_seed for every (Experiment, Method, seed) member, trained at
     once: the same records (each member's own hash and directory) plus the
     group fields. Complete records are skipped unless `force`; returns
-    ('done' | 'skipped', record path) per member, in order."""
+    ('done' | 'skipped', record path) per member, in order. `keep_weights` and
+    `evals` as for run_seed."""
     from bench.core import store
     from bench.train.fused import train_fused  # torch: only when a group trains
     from bench.core.device import default_device
-    from bench.train.experiment import init_model, n_params, save_run
+    from bench.train.experiment import evaluate_trained, init_model, n_params, save_run
 
     paths = [exp.record_dir(results, seed) for exp, _, seed in members]
     todo = [i for i, p in enumerate(paths) if force or not store.is_complete(p)]
@@ -141,8 +142,10 @@ def run_members(members: list, bundle, results, device: str | None = None,
                       device, progress, on_step, state)
     for i, exp, seed, result, (model, bb) in zip(todo, exps, seeds, out, built):
         save_run(paths[i], exp, bundle, seed, result, n_params(model), bb.weights, device,
-                 **group_fields(exp, trained))
+                 keep_weights=keep_weights, **group_fields(exp, trained))
     state.clear()  # every member's record is complete
+    for i, exp, result, (model, _) in zip(todo, exps, out, built):
+        evaluate_trained(paths[i], model, result, exp.train, evals, device)
     done = set(todo)
     return [("done" if i in done else "skipped", p) for i, p in enumerate(paths)]
 

@@ -57,6 +57,7 @@ class TrainResult:
     steps: int = 0
     infer_ms_per_image: float = 0.0  # test-set prediction time / images
     history: dict = field(default_factory=dict)  # bench.train.history.History.member
+    state: dict | None = None  # the selected checkpoint's state dict (--keep-weights, --eval)
 
 
 # ---------------------------------------------------------------- schedule --
@@ -313,7 +314,7 @@ def _results(stepper, best, aucs, x_test, seconds, seen, steps) -> list[TrainRes
     return [TrainResult(val_logits=b[2], test_logits=test[s], best_cycle=b[0],
                         cycle_val_auc=aucs[s], train_seconds=share,
                         train_images_per_s=seen / max(share, 1e-9), steps=steps,
-                        infer_ms_per_image=infer_ms)
+                        infer_ms_per_image=infer_ms, state=b[1])
             for s, (_, b) in enumerate(best)]
 
 

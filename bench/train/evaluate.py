@@ -1,0 +1,111 @@
+"""Evaluation sets beyond the test split: a model's logits on them, stored
+beside its record (bench.core.evalfiles).
+
+Two ways to have the model: right after training, the selected checkpoint
+still in memory (`bench run ... --eval`, bench.train.experiment.run_seed), or
+later from the weights a record kept (`bench eval`, `model_for`: the
+architecture rebuilt from config.json, the state dict from
+model.safetensors, checksum checked first). Both predict with the training
+loop's own `predict_logits`, in the run's evaluation batches, so a set's
+logits do not depend on the route (tested: the reloaded model gives the
+record's test logits bit for bit on the CPU).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from bench.core import evalfiles
+from bench.core.config import TrainConfig
+from bench.core.errors import BenchError
+
+CHUNK_BATCHES = 16  # evaluation batches copied to the device at once
+
+
+def train_config(record) -> TrainConfig:
+    """The record's full training config (speed switches included), as trained."""
+    full = record.config.get("train_full")
+    if not isinstance(full, dict):
+        raise BenchError(f"{record.key.label}: config.json has no train_full; it cannot be "
+                         "rebuilt for evaluation")
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    return TrainConfig(**{k: v for k, v in full.items() if k in known})
+
+
+def model_for(record, device="cpu"):
+    """The record's model with its kept weights, in eval mode on `device`."""
+    import torch
+
+    from bench.train.backbones import build_model
+
+    state = record.load_weights()  # checksum first: a damaged file is never loaded
+    cfg = train_config(record)
+    classes = record.config.get("classes") or []
+    torch.manual_seed(0)  # the weights are replaced: any start will do, the same each time
+    model, _ = build_model(record.backbone, cfg.image_size, record.heads, len(classes),
+                           pretrained=False, impl=cfg.backbone_impl, drop_path=cfg.drop_path)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as err:
+        first = str(err).splitlines()[0]
+        raise BenchError(f"{record.key.label}: kept weights do not fit the rebuilt "
+                         f"{record.backbone} ({first})") from None
+    return model.to(device).eval()
+
+
+def predict_array(model, images: np.ndarray, cfg: TrainConfig, device) -> np.ndarray:
+    """Per-head logits [N, M, K] of uint8 images [N, H, W, 3] (a memory map is
+    fine): copied to the device CHUNK_BATCHES evaluation batches at a time,
+    each chunk a whole number of batches, so the batches are the loop's."""
+    import torch
+
+    from bench.train.loop import predict, to_device_images
+
+    device = torch.device(device)
+    step = cfg.eval_batch_size * CHUNK_BATCHES
+    out = [predict(model, to_device_images(np.ascontiguousarray(images[i:i + step]), device),
+                   cfg) for i in range(0, len(images), step)]
+    if not out:
+        raise BenchError("an evaluation set without images")
+    return np.concatenate(out)
+
+
+def evaluate_set(model, data, cfg: TrainConfig, device) -> dict[str, np.ndarray]:
+    """The arrays of one set (bench.core.evalfiles' layout) from its images:
+    `data` is a bench.datasets.evalsets.EvalData."""
+    lead = data.images.shape[:-4]  # () for ood / site, (C, S) for shift
+    flat = data.images.reshape(-1, *data.images.shape[-4:])
+    logits = np.stack([predict_array(model, block, cfg, device) for block in flat])
+    arrays = {"logits": logits.reshape(*lead, *logits.shape[1:])}
+    if data.labels is not None:
+        arrays["labels"] = np.asarray(data.labels, np.int64)
+    arrays.update(data.extra_arrays)
+    return arrays
+
+
+def store_sets(record_dir, model, sets: list, cfg: TrainConfig, device, how: str) -> list:
+    """Evaluate every set (EvalData) and store it in the record folder; `how`
+    says where the model came from ('trained' or the weights' sha256).
+    Returns (name, images, seconds) per set."""
+    done = []
+    for data in sets:
+        t0 = time.perf_counter()
+        arrays = evaluate_set(model, data, cfg, device)
+        seconds = time.perf_counter() - t0
+        n = int(np.prod(data.images.shape[:-3]))
+        evalfiles.write(record_dir, data.spec.name, arrays,
+                        {**data.meta, "spec": data.spec.text, "kind": data.spec.kind,
+                         "model": how, "images": n, "seconds": round(seconds, 3),
+                         "device": str(device), "made": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        done.append((data.spec.name, n, seconds))
+    return done
+
+
+def evaluate_record(record, sets: list, device="cpu") -> list:
+    """`bench eval` for one record: rebuild its model from the kept weights and
+    store every set."""
+    model = model_for(record, device)
+    return store_sets(record.path, model, sets, train_config(record), device,
+                      f"weights sha256:{record.weights_digest[:16]}")
