@@ -33,6 +33,7 @@ import json
 import os
 import re
 import uuid
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,5 +192,9 @@ def load(record, name: str) -> dict[str, np.ndarray]:
     reason = damage(record, name, sets[name])
     if reason:
         raise BenchError(f"{Path(record)}: {reason}; evaluate it again (bench eval)")
-    with np.load(Path(record) / file_name(name), allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    try:
+        with np.load(Path(record) / file_name(name), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:  # object arrays (a pickle), a bad zip
+        raise BenchError(f"{Path(record) / file_name(name)}: not a set of plain arrays "
+                         f"({str(err).splitlines()[0]}); it is not loaded") from None
