@@ -35,6 +35,17 @@ def _nll_and_grad(log_t: np.ndarray, z: np.ndarray, labels: np.ndarray):
     return -logp[rows, labels].mean(), np.array([grad])
 
 
+def one_blas_thread():
+    """One BLAS thread while fitting a calibrator: its products are thin
+    ([N, K+1] by [K+1, K], or scalars in L-BFGS-B's own updates), threads only
+    add overhead (10-30x slower on a loaded 2-core machine: a temperature fit
+    of 1,000 samples took 73 ms with threads, 7 ms without), and the result no
+    longer depends on the machine's thread count."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def fit_temperature(logits: np.ndarray, labels: np.ndarray, max_iter: int = 200) -> float:
     """T minimising NLL(softmax(z / T)) on [N, M, K] or [N, K] logits.
 
@@ -47,8 +58,9 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, max_iter: int = 200)
 
     z = mean_head_logits(logits)
     y = np.asarray(labels, dtype=np.int64)
-    res = minimize(_nll_and_grad, np.zeros(1), args=(z, y), jac=True, method="L-BFGS-B",
-                   bounds=[LOG_T_BOUNDS], options={"maxiter": max_iter})
+    with one_blas_thread():  # scipy's L-BFGS-B calls BLAS: 10x slower with threads
+        res = minimize(_nll_and_grad, np.zeros(1), args=(z, y), jac=True, method="L-BFGS-B",
+                       bounds=[LOG_T_BOUNDS], options={"maxiter": max_iter})
     t = float(np.exp(res.x[0]))
     if not np.isfinite(res.fun) or res.fun > _nll_and_grad(np.zeros(1), z, y)[0]:
         return 1.0

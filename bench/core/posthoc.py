@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from bench.core.calibration import fit_temperature, mean_head_logits
+from bench.core.calibration import fit_temperature, mean_head_logits, one_blas_thread
 from bench.core.errors import BenchError
 from bench.core.metrics import softmax
 
@@ -98,15 +98,6 @@ def _nll_grad(s: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
     return float(-logp[rows, y].mean()), g / len(y)
 
 
-def _one_blas_thread():
-    """One BLAS thread while fitting: the products are thin ([N, K+1] by [K+1, K]),
-    threads only add overhead (30x slower on a loaded 2-core machine), and the
-    result no longer depends on the machine's thread count."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def _renormalise(q: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """Rows of one-vs-rest scores divided by their sum; a row that is all zero
     (every class's bin or step said 0) gets the validation class frequencies,
@@ -137,7 +128,7 @@ def fit_vector(logits, labels) -> VectorParams:
     z, y = _inputs(logits, labels, "vs")
     k = z.shape[1]
     start = np.concatenate([np.ones(k), np.zeros(k)])
-    with _one_blas_thread():
+    with one_blas_thread():
         res = minimize(_vs_objective, start, args=(z, y), jac=True, method="L-BFGS-B",
                        options=LBFGS_OPTIONS)
     theta = res.x if res.fun <= _vs_objective(start, z, y)[0] else start  # NaN: start
@@ -265,7 +256,7 @@ def fit_dirichlet(logits, labels, reg: float | None = None,
     if reg is None and (int(n_folds) != n_folds or n_folds < 2):
         raise BenchError(f"dirichlet: n_folds must be an integer >= 2, got {n_folds}")
     x, k = _log_probs(z), z.shape[1]
-    with _one_blas_thread():
+    with one_blas_thread():
         if reg is None:
             reg = _cv_reg(x, y, grid, int(n_folds))
         v = _newton(_identity(k), (x, y, _odir_penalty(k, reg))).reshape(k, k + 1)
