@@ -5,7 +5,9 @@ record's saved test logits, every other measure of bench.core.measures
 (`test_aece`, `test_cwece`, `test_dl2ce`, `test_smece`, `test_aurc`,
 `test_ece5` ... `test_ece30`, and a plugin's) and the bootstrap bounds of
 ACC / ECE / NLL (`test_acc_boot_lo`, ..., `boot_resamples`, `boot_seed`).
-See bench.report.frame and bench.report.cells."""
+See bench.report.frame and bench.report.cells. `shift(results_dir)` and
+`ood(results_dir)`: the records' evaluation sets as tidy frames, the data of
+`bench report --shift` / `--ood`."""
 from bench.core import measures as _measures
 from bench.core.record import COSTS
 from bench.report import frame
@@ -34,4 +36,38 @@ def load(results_dir, measures: bool = True, cache_dir=None):
     return out
 
 
-__all__ = ["load", "damaged", "METRICS", "COSTS"]
+def shift(results_dir, metrics: str | None = None, variants: str | None = None, no_ts=False,
+          cache_dir=None):
+    """The measures under shift as `bench report --shift` computes them, tidy
+    (its shift/shift_long.csv): one row per dataset, backbone, method, variant
+    (plain, ts unless `no_ts`, the calibrators of `variants`, dens), seed (none
+    for D-Ens), corruption, severity, measure (ACC, the `metrics` columns or
+    ECE and NLL, Gap) and value (a fraction). BenchError (one line) where no
+    record has a shift set."""
+    return _eval_frame(results_dir, "shift", cache_dir, metrics=metrics, variants=variants,
+                       no_ts=no_ts)
+
+
+def ood(results_dir, cache_dir=None):
+    """OOD detection as `bench report --ood` computes it, tidy (its
+    ood/ood_long.csv): dataset, backbone, method, variant, seed, ood_set,
+    score (msp, entropy, mi), metric (auroc, aupr_in, aupr_out, fpr95), value."""
+    return _eval_frame(results_dir, "ood", cache_dir)
+
+
+def _eval_frame(results_dir, kind: str, cache_dir, **options):
+    from bench.report import ReportOptions, cells, evalsets, pipeline
+    from bench.report import ood as ood_report
+
+    opts = ReportOptions(**{kind: True}, no_plots=True, no_progress=True, **options)
+    opts.validate()
+    runs, _, _ = pipeline.load(results_dir, opts)
+    evalsets.require(runs, kind, results_dir)
+    cache = cells.cache_for(cache_dir) if cache_dir is not None else cells.Cache()
+    rep = (pipeline.shift_report(opts, runs, cache, {}, {}) if kind == "shift"
+           else ood_report.compute(runs, cache))
+    cache.save()
+    return rep.frame
+
+
+__all__ = ["load", "shift", "ood", "damaged", "METRICS", "COSTS"]

@@ -51,6 +51,9 @@ class Report:
     comparison: dict | None = None  # {"rows", "claims", "notes"} with --compare paper
     cd_results: list = field(default_factory=list)  # (metric, stats.Friedman)
     cache: object = None  # bench.report.cells.Cache of every computed value
+    # --shift: bench.report.shifttables.ShiftReport (its `frame`: the tidy shift measures)
+    shift: object = None
+    ood: object = None  # --ood: bench.report.ood.OodReport (its `frame`)
     paths: tuple = ()
     text: str = ""
 
@@ -109,6 +112,8 @@ class Report:
         written += write_tables(self.tables, out)
         figures = []
         notes = list(self.notes)
+        more, sections = self.write_eval_reports(out)
+        written += more
         if not opts.no_plots:
             figures = self.write_figures(out)
             written.append(aggregate.write_frame(out / "stats" / "friedman.csv", self.friedman))
@@ -119,12 +124,27 @@ class Report:
             written += files
             notes.append(line)
         md = out / "report.md"
-        write_text(md, report_markdown(self.tables, self.failures, notes, figures, out))
+        shown = figures + [p for p in more if p.parent.name == "figures"]
+        write_text(md, report_markdown(self.tables, self.failures, notes, shown, out, sections))
         written += figures + [md]
         self.paths = tuple(written)
         self.text = summary_text(self.tables, self.failures, notes, written, self.run_list,
                                  self.labels)
         return written
+
+    def write_eval_reports(self, out: Path) -> tuple[list[Path], list[tuple]]:
+        """--shift and --ood: their files and report.md sections."""
+        from bench.report import ood, shifttables
+
+        written, sections = [], []
+        for rep, write in ((self.shift, lambda r: shifttables.write(r, out,
+                                                                   not self.options.no_plots)),
+                           (self.ood, lambda r: ood.write(r, out))):
+            if rep is not None:
+                files, secs = write(rep)
+                written += files
+                sections += secs
+        return written, sections
 
     def write_figures(self, out: Path) -> list[Path]:
         """Reliability diagrams, ECE against bins, training curves and CD diagrams."""

@@ -20,7 +20,8 @@ def title(table) -> str:
     return TITLES[table.kind]
 
 
-def report_markdown(tables, failures, notes, figures, out: Path) -> str:
+def report_markdown(tables, failures, notes, figures, out: Path, sections=()) -> str:
+    """report.md; `sections`: (title, Markdown) of the --shift / --ood tables."""
     lines = ["# mhml-bench report", "",
              "Test-set metrics x100: ACC (higher is better), ECE and NLL (lower is better); "
              "Rank = mean of the three per-backbone ranks (1 = best; best in bold italics, "
@@ -28,6 +29,8 @@ def report_markdown(tables, failures, notes, figures, out: Path) -> str:
     for t in tables:
         lines += [f"## {dataset_name(t.dataset, t.names)}: {title(t)}", "",
                   textables.render(t, markdown=True, missing=missing_notes(t)), ""]
+    for title_text, text in sections:
+        lines += [f"## {title_text}", "", text, ""]
     if failures:
         lines += ["## Failed or unfinished runs", "", "| run | seed | reason |", "|---|---|---|"]
         lines += [f"| {f['dataset']}/{f['backbone']}/{f['method']} | {f['seed']} | "

@@ -105,6 +105,16 @@ class ReportOptions(Options):
         None, "post-hoc calibrators fitted on the validation split, comma list of ts, vs, "
         "dirichlet, hb, iso, ets (`bench list`): a post-hoc table per dataset, each method's "
         "un-scaled row then one row per calibrator", metavar="LIST")
+    # the records' evaluation sets (bench.core.evalfiles; docs/shift.md, "Reports")
+    shift: bool = option(
+        False, "calibration under distribution shift: per dataset x backbone, each method's "
+        "--metrics columns averaged over corruptions at each severity (post-hoc calibrators "
+        "fitted in-distribution), ECE box plots, a tidy CSV; needs records evaluated with "
+        "--eval shift")
+    ood: bool = option(
+        False, "out-of-distribution detection: AUROC / FPR95 of MSP, entropy and (multi-head) "
+        "the heads' mutual information per dataset x backbone x OOD set; needs records "
+        "evaluated with --eval ood:DATASET")
     no_ts: bool = option(False, "skip temperature scaling")
     no_plots: bool = option(False)
     # bench.api.report shows no progress bar unless asked (no_progress=False)

@@ -19,7 +19,8 @@ from tqdm import tqdm
 
 from bench.core import store
 from bench.core.errors import BenchError
-from bench.report import aggregate, comparable, configs, copied, names, paired, stats, unfinished
+from bench.report import aggregate, comparable, configs, copied, evalsets, names, ood, paired
+from bench.report import stats, unfinished
 from bench.report import cells as cells_mod
 from bench.report import figures as figs
 from bench.report.document import Report
@@ -42,6 +43,9 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     if not str(results_dir).strip():
         store.require_results_dir(results_dir)  # '' would read the current directory
     runs, failures, notes = load(results_dir, opts, live)
+    for kind in ("shift", "ood"):  # a flag with no set at all stops here, nothing written
+        if getattr(opts, kind):
+            evalsets.require(runs, kind, results_dir)
     check_order(opts.order, {r.method for r in runs})
     ablation = {configs.ablation_key(m, p): label
                 for m, rows in configs.parse_ablation(opts.config).items()
@@ -71,12 +75,32 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     cd, f_rows, f_notes = figs.friedman_tests(tables, opts.alpha)
     if not opts.no_plots:  # the Friedman results go with the CD diagrams
         notes += f_notes
+    shift_rep = shift_report(opts, runs, cache, expected, labels) if opts.shift else None
+    ood_rep = ood.compute(runs, cache, labels, opts.sections) if opts.ood else None
+    # a damaged manifest is named by both --shift and --ood: once here
+    notes += dict.fromkeys(n for r in (shift_rep, ood_rep) if r is not None for n in r.notes)
     return Report(
         options=opts, run_list=runs, cell_map=cells, labels=labels, tables=tables, failures=failures, notes=notes,
         runs=aggregate.runs_frame(runs, cache), groups=aggregate.cells_frame(cells, expected),
         significance=sig, friedman=pd.DataFrame(f_rows, columns=FRIEDMAN_COLUMNS),
         comparison=_comparison(cells) if opts.compare == "paper" else None,
-        cd_results=cd, cache=cache)
+        cd_results=cd, cache=cache, shift=shift_rep, ood=ood_rep)
+
+
+def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict):
+    """--shift: each run's trained row, +TS (unless --no-ts) and the --variants
+    calibrators, and D-Ens, under every corruption and severity, for the
+    table's columns and ECE (the box plots)."""
+    from bench.core import variants as V
+    from bench.report import shift, shifttables
+    from bench.report.tables import columns
+
+    calibrated = list(dict.fromkeys(([] if opts.no_ts else ["ts"]) + list(opts.variant_list)))
+    variants = [V.PLAIN, *(V.get(v) for v in calibrated)]
+    which = list(dict.fromkeys([*columns(opts.metric_columns, not opts.no_gap), "ece"]))
+    data = shift.compute(runs, variants, cache, which)
+    return shifttables.build(data, variants[1:], expected, opts.metric_columns,
+                             not opts.no_gap, opts.sections, labels)
 
 
 def _unlike(opts: ReportOptions, runs, pub: dict, labels: dict) -> dict[str, tuple]:
