@@ -256,13 +256,17 @@ def lost(job, states: dict | None) -> str | None:
     return None if state in LIVE_STATES else state
 
 
-def wait(jobs: list, on_job, poll: float = 1.0, most: float = 30.0) -> None:
+def wait(jobs: list, on_job, poll: float = 1.0, most: float | None = None) -> None:
     """Call on_job(job, lost_state) as each task ends: lost_state is None when
     it left a result (or an error) for submitit to read. Job states come from
     squeue, so clusters without accounting (sacct) work too; the poll slows
-    down from `poll` to `most` seconds while nothing ends."""
+    down from `poll` to `most` seconds while nothing ends (30 s, or
+    BENCH_SLURM_POLL_MAX_S: the live tests' cluster answers squeue at once)."""
+    import os
     import time
 
+    if most is None:
+        most = float(os.environ.get("BENCH_SLURM_POLL_MAX_S") or 30.0)
     pending, delay = list(jobs), poll
     arrays = {j.job_id.split("_")[0] for j in jobs}
     while pending:
