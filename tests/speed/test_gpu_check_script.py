@@ -16,17 +16,24 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+DEFAULT_STEPS = "syncs gpuplan e2e det sidebyside perf"  # the script's STEPS default
 STEPS = ["syncs", "gpuplan", "e2e", "report", "deterministic=off", "deterministic=on",
-         "sidebyside", "perf fp32", "perf bf16"]
-TINY = {  # docs/speed.md's CPU dry run, smaller still: ~1.5 min on 2 cores
+         "sidebyside", "perf fp32", "perf bf16", "extra"]
+TINY = {  # docs/speed.md's CPU dry run, smaller still: ~1 min on 2 cores
     "DEVICE": "cpu", "GPLAN_BUDGET": "10", "PERF_STEPS": "2", "PERF_REPEATS": "1",
     "E2E_LIMIT": "240", "REPORT_LIMIT": "120", "PERF_LIMIT": "120", "DET_LIMIT": "120",
     "SYNC_LIMIT": "120", "SBS_LIMIT": "120",
     "SYNC_ARGS": "--backbone smallcnn --size 16 --methods sl1h,4hml",
-    "E2E_ARGS": "--backbone smallcnn --set image_size=12 --method sl1h,2hml",
+    # 16 steps a run (1,077 images, batch 64, one epoch), not 268: the step proves
+    # both sweeps, the comparison and the report run, not what they measure
+    "E2E_ARGS": "--backbone smallcnn --set image_size=12 --method sl1h,2hml "
+                "--set epochs_per_cycle=1 --set batch_size=64",
+    # K=2 alone: two processes at once, the path K=1 takes too (one process fewer to start)
     "SBS_ARGS": "--backbone smallcnn --image-size 16 --members 2 --steps 2 --warmup 1 "
-                "--processes 1,2",
+                "--processes 2",
     "GPLAN_ARGS": "--backbones smallcnn --datasets pathmnist --seeds 2 --steps 1 --warmup 1 "
                   "--eval-images 16 --threads 1 --strategies single",
     "PERF_ARGS": "--backbone smallcnn --eval-images 32 --fused-seeds 2 --threads 1 "
@@ -36,6 +43,9 @@ TINY = {  # docs/speed.md's CPU dry run, smaller still: ~1.5 min on 2 cores
 }
 
 
+# the `extra` step, a shell echo, rides along (each start of the script costs
+# seconds of torch imports): its limit must come out multiplied by LIMIT_SCALE
+EXTRA = {"EXTRA_CMD": "echo extra ran", "EXTRA_LIMIT": "30"}
 LIMITS = ("SYNC_LIMIT", "E2E_LIMIT", "REPORT_LIMIT", "SBS_LIMIT", "PERF_LIMIT", "PERF_LIMIT",
           "DET_LIMIT", "DET_LIMIT")  # each step's hard limit (perf and det run twice)
 SLACK = 45 + 40  # the script's own: gpuplan's beyond its budget, sidebyside's wait
@@ -50,37 +60,48 @@ def limit_scale() -> int:
     return max(3, math.ceil(2 * (1 + busy)))
 
 
-def test_limit_scale_multiplies_the_hard_limits(tmp_path):
-    """Only the `extra` step, a shell echo: its limit is printed scaled; a
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    """The whole script once on the CPU, every default step and then `extra`:
+    -> (folder, LIMIT_SCALE, the finished process)."""
+    tmp = tmp_path_factory.mktemp("gpu_check")
+    scale = limit_scale()
+    env = {**os.environ, **TINY, **EXTRA, "OUT": str(tmp / "out"), "PYTHON": sys.executable,
+           "LIMIT_SCALE": str(scale), "STEPS": f"{DEFAULT_STEPS} extra"}
+    most = scale * (sum(int(TINY[k]) for k in LIMITS) + int(TINY["GPLAN_BUDGET"]) + SLACK
+                    + int(EXTRA["EXTRA_LIMIT"]) + 120)
+    done = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh")], env=env,
+                          capture_output=True, text=True, timeout=most)
+    return tmp, scale, done
+
+
+def test_limit_scale_multiplies_the_hard_limits(dry_run, tmp_path):
+    """The `extra` step, a shell echo: its limit is printed scaled; a
     LIMIT_SCALE that is not a whole number stops the script before it starts."""
-    env = {**os.environ, "OUT": str(tmp_path / "out"), "PYTHON": sys.executable,
-           "STEPS": "extra", "EXTRA_CMD": "echo extra ran", "EXTRA_LIMIT": "30",
-           "LIMIT_SCALE": "4"}
-    script = str(REPO / "benchmarks" / "gpu_check.sh")
-    done = subprocess.run(["bash", script], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert "== extra: echo extra ran (limit 120s)" in done.stdout
+    _, scale, done = dry_run
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"== extra: echo extra ran (limit {30 * scale}s)" in done.stdout
     assert "extra ran\nextra exit: 0" in done.stdout
-    bad = subprocess.run(["bash", script], env={**env, "LIMIT_SCALE": "1.5"},
-                         capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "PYTHON": sys.executable,
+           "STEPS": "extra", **EXTRA, "LIMIT_SCALE": "1.5"}
+    script = str(REPO / "benchmarks" / "gpu_check.sh")
+    bad = subprocess.run(["bash", script], env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == "gpu_check.sh: LIMIT_SCALE must be a whole number >= 1, got '1.5'\n"
     assert not (tmp_path / "out" / "gpu_check.partial.tgz").exists()
 
 
-def test_every_step_runs_and_one_tarball_comes_back(tmp_path):
-    out = tmp_path / "out"
-    scale = limit_scale()
-    env = {**os.environ, **TINY, "OUT": str(out), "PYTHON": sys.executable,
-           "LIMIT_SCALE": str(scale)}
-    most = scale * (sum(int(TINY[k]) for k in LIMITS) + int(TINY["GPLAN_BUDGET"]) + SLACK + 120)
-    done = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh")], env=env,
-                          capture_output=True, text=True, timeout=most)
+def test_every_step_runs_and_one_tarball_comes_back(dry_run):
+    tmp, _, done = dry_run
+    out = tmp / "out"
+    # the steps run are the script's default ones (plus `extra`, above)
+    script = (REPO / "benchmarks" / "gpu_check.sh").read_text()
+    assert f'STEPS="${{STEPS:-{DEFAULT_STEPS}}}"' in script
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert sorted(p.name for p in out.iterdir()) == ["gpu_check.tar.gz"]
     with tarfile.open(out / "gpu_check.tar.gz") as tar:
-        tar.extractall(tmp_path / "back", filter="data")
-    back = tmp_path / "back" / "gpu_check"
+        tar.extractall(tmp / "back", filter="data")
+    back = tmp / "back" / "gpu_check"
     console = (back / "console.log").read_text()
     assert re.findall(r"^(.+) exit: (\d+)$", console, re.M) == [(s, "0") for s in STEPS]
     assert "2 runs in both, 0 in one only" in (back / "e2e.log").read_text()
