@@ -51,8 +51,23 @@ def shift_arrays(method: str, seed: int) -> dict:
             "corruptions": np.array(CORRUPTIONS), "severities": np.array(SEVERITIES)}
 
 
-def write(root, shift: bool = True, ood: bool = True, dataset: str = "toy"):
-    """Every record (and its sets); returns root."""
+def blocks(arrays: dict) -> dict:
+    """The same set in the per-block layout bench.train.evaluate writes:
+    logits [B, N, M, K], block 0 the clean images, then each corruption at
+    severities 1.. (names in `corruption`, levels in `severity`)."""
+    z = arrays["logits"]
+    order = [(0, 0)] + [(i, j) for i in range(len(CORRUPTIONS))
+                        for j in range(1, len(SEVERITIES))]
+    return {"logits": np.stack([z[i, j] for i, j in order]), "labels": arrays["labels"],
+            "corruption": np.array(["clean" if j == 0 else CORRUPTIONS[i] for i, j in order]),
+            "severity": np.array([SEVERITIES[j] for _, j in order], np.int64)}
+
+
+def write(root, shift: bool = True, ood: bool = True, dataset: str = "toy",
+          layout: str = "grid"):
+    """Every record (and its sets); returns root. `layout`: the shift set as
+    bench.core.evalfiles states it ('grid') or as the evaluation writes it
+    ('blocks')."""
     for method, heads in HEADS.items():
         for seed in SEEDS:
             rng = _rng(method, seed, "val")
@@ -67,7 +82,9 @@ def write(root, shift: bool = True, ood: bool = True, dataset: str = "toy"):
             path = store.record_dir(root, dataset, "resnet50", method, "abc123", seed)
             store.write_record(path, config, {"test": test, "val": dict(test)}, preds)
             if shift:
-                evalfiles.write(path, "shift", shift_arrays(method, seed), {"kind": "shift"})
+                arrays = shift_arrays(method, seed)
+                evalfiles.write(path, "shift", arrays if layout == "grid" else blocks(arrays),
+                                {"kind": "shift"})
             if ood:
                 z = logits(_rng(method, seed, "ood"), N_OOD, heads, np.zeros(N_OOD, int), 1.0,
                            0.4)

@@ -44,6 +44,28 @@ def severity_key(s: int) -> str:
     return f"severity{s}"
 
 
+def grid(arrays: dict) -> dict:
+    """A shift set's arrays as logits [C, S, N, M, K], labels, corruptions [C],
+    severities [S]: the layout bench.core.evalfiles states, returned as it is,
+    or the per-block one the evaluation writes (logits [B, N, M, K],
+    corruption [B] and severity [B], one clean block at severity 0), the clean
+    block standing as severity 0 of every corruption."""
+    if "corruptions" in arrays:
+        return arrays
+    z, names = np.asarray(arrays["logits"]), [str(c) for c in arrays["corruption"]]
+    sev = [int(v) for v in arrays["severity"]]
+    clean = [b for b, v in enumerate(sev) if v == 0]
+    where = {(c, v): b for b, (c, v) in enumerate(zip(names, sev)) if v}
+    corr = list(dict.fromkeys(c for c, _ in where))
+    sevs = sorted({v for _, v in where})
+    if z.ndim != 4 or len(clean) != 1 or len(where) != len(corr) * len(sevs):
+        raise BenchError(f"shift blocks of logits {z.shape}: expected one clean block and "
+                         "every corruption at every severity")
+    idx = np.array([[clean[0], *(where[(c, v)] for v in sevs)] for c in corr])
+    return {"logits": z[idx], "labels": arrays["labels"], "corruptions": np.array(corr),
+            "severities": np.array([0, *sevs])}
+
+
 def stacked(preds: dict, shifted: dict) -> dict:
     """One record's predictions with its shift set as the test split: the
     C x S x N shifted samples in (corruption, severity, sample) order."""
@@ -84,7 +106,7 @@ def entry(records: list, variant: V.Variant, cache: Cache, which) -> dict:
     have = dict(hit.get("versions", {}))
     missing = [m for m in which if have.get(m) != want[m]]
     if missing or "corruptions" not in hit:
-        sets = [r.eval_set(SHIFT) for r in records]
+        sets = [grid(r.eval_set(SHIFT)) for r in records]
         probs, labels = slices(variant, records, sets)
         values = dict(hit.get("values", {}))
         for m in missing:

@@ -135,7 +135,7 @@ def test_stacked_slices_equal_one_slice_at_a_time(results, name):
     v = V.get(name)
     recs = [Record(record(results, "sl1h", seed)) for seed in SEEDS]
     recs = recs if v.ensemble else recs[:1]
-    sets = [r.eval_set("shift") for r in recs]
+    sets = [S.grid(r.eval_set("shift")) for r in recs]
     probs, labels = S.slices(v, recs, sets)
     for c in range(len(CORRUPTIONS)):
         for j in range(len(SEVERITIES)):
@@ -228,3 +228,11 @@ def test_results_shift_is_the_reports_tidy_frame(results, shift_rep):
     df = bench.results.shift(results)
     pd.testing.assert_frame_equal(df, shift_rep.frame)
     assert len(bench.results.ood(results)) > 0
+
+
+def test_the_per_block_layout_gives_the_same_report(tmp_path, shift_rep):
+    """bench.train.evaluate stores a shift set as blocks (clean, then each
+    corruption x severity); read as the grid it is the same data."""
+    results = write(tmp_path / "results", ood=False, layout="blocks")
+    rep = build(results, ReportOptions(shift=True, no_plots=True, no_progress=True)).shift
+    pd.testing.assert_frame_equal(rep.frame, shift_rep.frame)
