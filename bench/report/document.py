@@ -109,11 +109,12 @@ class Report:
                    self.cache.save(),
                    aggregate.write_failures_csv(self.failures, out / "failed_runs.csv"),
                    aggregate.write_frame(out / "stats" / "paired_tests.csv", self.significance)]
-        written += write_tables(self.tables, out)
+        more, sections = self.write_eval_reports(out)
+        # all_tables.tex inputs the --shift / --ood tables too
+        extra = [p.name.removesuffix("_doc.tex") for p in more if p.name.endswith("_doc.tex")]
+        written += write_tables(self.tables, out, extra) + more
         figures = []
         notes = list(self.notes)
-        more, sections = self.write_eval_reports(out)
-        written += more
         if not opts.no_plots:
             figures = self.write_figures(out)
             written.append(aggregate.write_frame(out / "stats" / "friedman.csv", self.friedman))
@@ -159,9 +160,10 @@ class Report:
         return files + figs.make_cd(self.cd_results, out, opts.alpha)
 
 
-def write_tables(tables, out: Path) -> list[Path]:
+def write_tables(tables, out: Path, extra=()) -> list[Path]:
     """OUT/tables/: each table's LaTeX fragment, its standalone document and
-    Markdown (the post-hoc table also its cells as CSV), and all_tables.tex."""
+    Markdown (the post-hoc table also its cells as CSV), and all_tables.tex
+    (which also inputs the fragments named in `extra`, written beside them)."""
     tdir = out / "tables"
     tdir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -174,7 +176,7 @@ def write_tables(tables, out: Path) -> list[Path]:
         written += [tdir / f"{name}.tex", tdir / f"{name}_doc.tex", tdir / f"{name}.md"]
         if t.kind == "posthoc":  # its rows are no groups.csv view: every cell as shown
             written.append(aggregate.write_frame(tdir / f"{name}.csv", tables_frame([t])))
-    names = [f"{t.dataset}_{t.kind}" for t in tables]
+    names = [f"{t.dataset}_{t.kind}" for t in tables] + list(extra)
     write_text(tdir / "all_tables.tex", latex.document(names))
     return written + [tdir / "all_tables.tex"]
 

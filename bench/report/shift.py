@@ -20,6 +20,7 @@ measures asked for are computed.
 """
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -93,10 +94,16 @@ def slices(variant: V.Variant, records: list, sets: list) -> tuple[np.ndarray, n
     return probs.reshape(c, s, n, probs.shape[-1]), np.asarray(first["labels"])
 
 
-def entry(records: list, variant: V.Variant, cache: Cache, which) -> dict:
+def read(record) -> dict:
+    """A record's shift set (checksum checked) as a grid."""
+    return grid(record.eval_set(SHIFT))
+
+
+def entry(records: list, variant: V.Variant, cache: Cache, which, load=read) -> dict:
     """{"values": measure -> [C][S] values, "versions", "corruptions",
     "severities"} of one record (an ensemble: all members) under `variant`,
-    for the measures `which` (cached; see the module's text)."""
+    for the measures `which` (cached; see the module's text). `load(record)`
+    reads a set (compute passes one that reads each record's once)."""
     name = f"shift:{variant.name}:" + "|".join(str(r.path) for r in records)
     key = f"v{VERSION}.{variant.version}:" + "|".join(
         f"{r.digest}/{r.eval_digest(SHIFT)}" for r in records)
@@ -106,7 +113,7 @@ def entry(records: list, variant: V.Variant, cache: Cache, which) -> dict:
     have = dict(hit.get("versions", {}))
     missing = [m for m in which if have.get(m) != want[m]]
     if missing or "corruptions" not in hit:
-        sets = [grid(r.eval_set(SHIFT)) for r in records]
+        sets = [load(r) for r in records]
         probs, labels = slices(variant, records, sets)
         values = dict(hit.get("values", {}))
         for m in missing:
@@ -157,9 +164,10 @@ def compute(runs: list, variants, cache: Cache, which) -> ShiftData:
     out = ShiftData(notes=notes, measures=tuple(which))
     groups = defaultdict(list)
     for r in sorted(have, key=lambda r: (r.dataset, r.backbone, r.method, r.seed)):
+        once = functools.cache(read)  # every variant of this record, one read; then freed
         try:
             for v in variants:
-                e = entry([r.record], v, cache, which)
+                e = entry([r.record], v, cache, which, once)
                 out.outcomes.append(Outcome(r.dataset, r.backbone, r.method, r.chash, v,
                                             (r.seed,), e))
         except (BenchError, ValueError, KeyError) as err:

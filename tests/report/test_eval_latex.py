@@ -35,3 +35,5 @@ def test_shift_and_ood_tables_compile_and_fit(tmp_path, extra):
     assert names == ["ood_toy_resnet50_kvasir", "shift_toy_resnet50"]
     for name in names:
         assert all(pt <= 1.0 for pt in overfull(tex_dir, name)), (name, extra)
+    every = (tex_dir / "all_tables.tex").read_text()
+    assert all(f"\\input{{{name}}}" in every for name in names)

@@ -149,10 +149,14 @@ def test_temperature_fitted_once_per_record_then_cached(results, tmp_path, monke
     calls = []
     real = V.fit_temperature
     monkeypatch.setattr(V, "fit_temperature", lambda *a, **k: calls.append(1) or real(*a, **k))
+    reads = []
+    real_read = Record.eval_set
+    monkeypatch.setattr(Record, "eval_set", lambda self, n: reads.append(n) or real_read(self, n))
     runs = load_runs(results)
     cache = Cache(tmp_path / "measures.json")
     S.compute(runs, [V.PLAIN, V.TS], cache, ["acc", "ece"])
     assert len(calls) == len(runs) == 4  # not once per corruption or severity
+    assert len(reads) == 4 + 2  # each record's set once for both variants; D-Ens its 2 members
     cache.save()
 
     def no_read(self, name):
