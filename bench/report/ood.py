@@ -68,7 +68,8 @@ class OodReport:
     def frame(self) -> pd.DataFrame:
         """The tidy frame (ood/ood_long.csv): one row per run (or D-Ens) x set x
         score x metric, fractions."""
-        return pd.DataFrame(self.rows, columns=LONG_COLUMNS)
+        df = pd.DataFrame(self.rows, columns=LONG_COLUMNS)
+        return df.astype({"seed": "Int64"})  # an integer column with D-Ens's empty seed
 
     def blocks(self) -> list[tuple]:
         """(dataset, backbone, set) of every table, sorted."""

@@ -113,5 +113,8 @@ def test_tidy_csv_holds_every_metric(report):
                                 "score", "metric", "value"]
     assert set(df["metric"]) == {"auroc", "aupr_in", "aupr_out", "fpr95"}
     assert set(df["ood_set"]) == {"kvasir"}
+    assert df[df["method"] == "dens"]["seed"].isna().all()
+    raw = pd.read_csv(out / "ood" / "ood_long.csv", dtype=str)
+    assert set(raw["seed"].dropna()) == {"0", "1"}  # integers, not 0.0
     # 4 runs: 2 sl1h x 2 scores, 2 2hml x 3 scores; D-Ens 3 scores; 4 metrics each
     assert len(df) == (2 * 2 + 2 * 3 + 3) * 4
