@@ -379,5 +379,6 @@ def run_slurm(specs, opts: ExecutorOptions, on_outcome) -> None:
     if opts.submitit_cluster == "slurm":
         slurm.wait(jobs, report)  # squeue: works without an accounting database
     else:
-        for job in submitit.helpers.as_completed(jobs):
+        # a result file checked each second (submitit's default: every 10 s)
+        for job in submitit.helpers.as_completed(jobs, poll_frequency=1):
             report(job)
