@@ -1,4 +1,5 @@
-"""`bench data check`, and the data options shared with `bench run`.
+"""`bench data check` (`bench data shift`: bench.cli.datashift), and the data
+options shared with `bench run`.
 
 `bench data check --dataset NAME [--data-root DIR] [--data-opt k=v]` prints
 per-split, per-class counts next to the published totals and names every
@@ -32,6 +33,9 @@ def add_parser(sub) -> None:
     add_data_options(c)
     c.add_argument("--no-progress", action="store_true")
     c.set_defaults(func=check)
+    from bench.cli.datashift import add_parser as add_shift
+
+    add_shift(dsub, add_data_options)
 
 
 def check_data_paths(args) -> None:

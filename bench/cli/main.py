@@ -29,6 +29,8 @@ COMMANDS = {
     "data": ("bench.cli.data", "inspect datasets"),
     "report": ("bench.cli.report", "tables (LaTeX/Markdown/CSV), reliability diagrams, "
                "significance tests from run records"),
+    "eval": ("bench.cli.evaluate", "evaluate further sets (shift, ood:, site:) on finished "
+             "records with kept weights"),
     "check": ("bench.cli.check", "verify every run record under --results; name the damaged "
               "ones"),
 }

@@ -46,6 +46,10 @@ class RunSpec:
     # (module, sys.path folder) of each plugin the sweep loaded: the worker
     # loads them before resolving a name (bench.core.plugins)
     plugins: tuple = ()
+    # output only, never in the hash (issue 33): keep the selected checkpoint,
+    # and the --eval texts evaluated right after training (bench.sweep.evals)
+    keep_weights: bool = False
+    evals: tuple = ()
 
     @property
     def key(self) -> store.RecordKey:
@@ -74,6 +78,7 @@ class RunSpec:
             d[key] = tuple(tuple(p) for p in d[key])
         d["sizes"] = tuple(d.get("sizes", ()))
         d["plugins"] = tuple(tuple(p) for p in d.get("plugins", ()))
+        d["evals"] = tuple(d.get("evals", ()))
         return cls(**d)
 
 

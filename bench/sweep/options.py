@@ -80,6 +80,18 @@ class RunOptions(ExecutorOptions):
         False, "also write TensorBoard event files beside each finished record "
         "(<record>/tensorboard/: train loss and lr per epoch, validation ACC/ECE/NLL/AUC per "
         "cycle); output only, the config hash is unchanged")
+    # issue 33: output only (beside the record), never part of a config hash
+    keep_weights: bool = option(
+        False, "keep each run's selected checkpoint beside its record (model.safetensors, "
+        "checksummed; the config hash is unchanged), so `bench eval` can evaluate further "
+        "sets later without retraining")
+    evals: tuple = option(
+        (), "evaluate a further set with each run's selected checkpoint right after training, "
+        "stored beside the record as eval-<set>.npz (repeatable; the config hash is unchanged): "
+        "shift (the test split under MedMNIST-C's corruptions), ood:DATASET|PATH (out-of-"
+        "distribution images), site:DATASET|PATH (a labelled test set of the same classes); "
+        "on a finished record with kept weights only the missing sets are evaluated "
+        "(docs/shift.md)", flag="--eval", kind=REPEAT, metavar="SPEC", api=("eval",))
     # --plugin MODULE: every command takes it (bench.cli.main adds it to each)
     plugin: tuple = option(
         (), "import MODULE, a .py file or a package folder first (repeatable): it registers "

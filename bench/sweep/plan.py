@@ -17,6 +17,7 @@ from bench.core import store
 from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides, convert,
                                field_types, get_profile, parse_data_opts, validate)
 from bench.core.errors import BenchError, choices_error
+from bench.core.evalfiles import parse_all
 from bench.core.seeds import parse_seeds
 from bench.sweep.executors import check_options
 from bench.core.paper import PAPER_BACKBONES, PAPER_METHODS
@@ -42,19 +43,30 @@ def plan(opts: RunOptions) -> Grid:
     check_options(opts)
     store.require_writable_dir(opts.results, "--results")
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(opts)
+    evals = parse_all(opts.evals)  # checked by check_run_flags; here against the grid
+    own_dataset(evals, datasets)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
                                      opts.results, opts.data_root, opts.device, opts.force,
                                      load_options(opts), opts.weights,
                                      dry_run=opts.dry_run,
                                      pretrained_asked=bool(opts.pretrained or opts.weights))
+    if opts.keep_weights or evals:  # output only: the specs' hashes are unchanged
+        texts = tuple(spec.text for spec in evals)
+        specs = [dataclasses.replace(s, keep_weights=opts.keep_weights, evals=texts)
+                 for s in specs]
     return Grid(specs, experiments, datasets)
 
 
 def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
     """Train the grid's missing runs; one outcome per spec (bench.sweep.run)."""
+    from bench.sweep import evals
     from bench.sweep.run import run_sweep
 
+    if opts.evals:  # every set built or read once, before any run trains
+        evals.prepare(grid.specs, progress)
     outcomes = run_sweep(grid.specs, opts, progress=progress)
+    for line in evals.finish(outcomes, opts, progress):  # complete records: missing sets
+        print(line)
     if opts.tensorboard:
         from bench.sweep.tensorboard import write_events
 
@@ -111,11 +123,28 @@ def check_run_flags(opts: RunOptions) -> None:
         raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
                          "(nothing is trained) or drop --json")
     check_packages(opts)
+    check_evals(opts.evals)
     if opts.device is not None:
         check_device(opts.device, indexed=True)
     if opts.weights is not None and not opts.weights.strip():
         raise BenchError("--weights '': empty path; give a .safetensors file or a torch state "
                          "dict, or drop --weights")
+
+
+def check_evals(texts) -> tuple:
+    """Every --eval value parsed and its source found (bench.sweep.evals)."""
+    from bench.sweep.evals import check
+
+    return check(texts)
+
+
+def own_dataset(specs, datasets) -> None:
+    """ood:NAME / site:NAME of a dataset the grid trains on is no other set."""
+    for spec in specs:
+        if not spec.is_path and spec.source in datasets:
+            raise BenchError(f"--eval {spec.text}: {spec.source} is a dataset this grid trains "
+                             "on (its test split is each run's own); give another dataset "
+                             "or a path")
 
 
 def needed_packages(opts: RunOptions) -> list[tuple[str, tuple, str]]:
@@ -129,6 +158,8 @@ def needed_packages(opts: RunOptions) -> list[tuple[str, tuple, str]]:
         needs.append(("--executor slurm", ("submitit",), "submitit"))
     if opts.weights and opts.weights.endswith(".safetensors"):
         needs.append(("--weights FILE.safetensors", ("safetensors.torch",), "safetensors"))
+    if opts.keep_weights:
+        needs.append(("--keep-weights", ("safetensors.torch",), "safetensors"))
     return needs
 
 

@@ -19,6 +19,7 @@ from bench.core import files, plugins, store
 from bench.core.errors import BenchError, disk_full_message, is_disk_full
 from bench.core.outcomes import Outcome
 from bench.core.record import Record
+from bench.sweep.evals import worker_sets
 from bench.sweep.grid import RunSpec, experiment_for
 
 HEARTBEAT_SECONDS = 1.0  # progress file (last step) at most this often
@@ -138,11 +139,13 @@ def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
     from bench.train.resume import say_to
 
     method, exp, bundle, device, total = _prepare(spec)
+    sets = worker_sets(spec, exp, bundle)  # read before training: a bad set fails at step 0
     log(f"device {device}, {total} steps, batch size {exp.train.batch_size}")
     beat = ctx["counter"] = Heartbeat([spec.record], total, [log])
     with say_to(log):  # "resuming ..." only once a saved state has loaded, or why not
         _, path = run_seed(exp, bundle, method, spec.seed, spec.results, device=device,
-                           force=True, progress=False, on_step=beat)
+                           force=True, progress=False, on_step=beat,
+                           keep_weights=spec.keep_weights, evals=sets)
     test = Record(path).stored("test")
     return f"test acc {test['acc']:.4f} ece {test['ece']:.4f} nll {test['nll']:.4f}"
 
@@ -218,6 +221,8 @@ def _train_group(specs: list[RunSpec], logs: list, ctx: dict) -> str:
     # run_members checks the data identities (check_lockstep) before training.
     prepared = [_prepare(spec) for spec in specs]
     _, exp, bundle, device, total = prepared[0]
+    # members share data and sizes (fusegroups keys), so one load of each set serves all
+    sets = worker_sets(specs[0], exp, bundle)
     members = [(p[1], p[0], spec.seed) for p, spec in zip(prepared, specs)]
     names = ", ".join(member_name(e, s) for e, _, s in members)
     for log, spec in zip(logs, specs):
@@ -226,7 +231,8 @@ def _train_group(specs: list[RunSpec], logs: list, ctx: dict) -> str:
     beat = ctx["counter"] = Heartbeat([spec.record for spec in specs], total, logs)
     with say_to(lambda text: [log(text) for log in logs]):
         done = run_members(members, bundle, specs[0].results, device=device, force=True,
-                           progress=False, on_step=beat)
+                           progress=False, on_step=beat, keep_weights=specs[0].keep_weights,
+                           evals=sets)
     tests = [Record(path).stored("test") for _, path in done]
     return "test acc " + " ".join(f"{t['acc']:.4f}" for t in tests)
 

@@ -65,8 +65,10 @@ def predict_array(model, images: np.ndarray, cfg: TrainConfig, device) -> np.nda
 
     device = torch.device(device)
     step = cfg.eval_batch_size * CHUNK_BATCHES
-    out = [predict(model, to_device_images(np.ascontiguousarray(images[i:i + step]), device),
-                   cfg) for i in range(0, len(images), step)]
+    # np.array copies: a read-only memory map (a cached shift set) would reach
+    # torch as a non-writable tensor
+    out = [predict(model, to_device_images(np.array(images[i:i + step]), device), cfg)
+           for i in range(0, len(images), step)]
     if not out:
         raise BenchError("an evaluation set without images")
     return np.concatenate(out)
@@ -109,3 +111,43 @@ def evaluate_record(record, sets: list, device="cpu") -> list:
     model = model_for(record, device)
     return store_sets(record.path, model, sets, train_config(record), device,
                       f"weights sha256:{record.weights_digest[:16]}")
+
+
+# ------------------------------------------------ which sets a record needs --
+_LOADED: dict = {}  # (spec, dataset, size, classes, data root, options) -> EvalData
+
+
+def eval_data(spec, dataset: str, size: int, classes, data_root=None, options: tuple = (),
+              progress: bool = False):
+    """The images of `spec` (an EvalSpec) for runs of `dataset` tested at `size`
+    px, loaded once per process (a sweep's records share them)."""
+    from bench.datasets.evalsets import load_eval
+
+    key = (spec, dataset, int(size), tuple(classes), data_root, tuple(options))
+    if key not in _LOADED:
+        _LOADED[key] = load_eval(spec, dataset, int(size), list(classes), data_root, options,
+                                 build=True, progress=progress)
+    return _LOADED[key]
+
+
+def images_digest(meta: dict) -> str:
+    """What identifies the images a set was (or is to be) computed on."""
+    return str(meta.get("set_sha256") or meta.get("images_sha256") or "")
+
+
+def missing_sets(record, sets: list) -> list:
+    """The sets (EvalData) a record has not stored on the same images: a set
+    stored with another digest (a rebuilt corruption set, an edited folder)
+    is evaluated again; a damaged set file is too."""
+    damaged = {name for name, _ in record.eval_damage()}
+    return [d for d in sets if d.spec.name in damaged or d.spec.name not in record.evals
+            or images_digest(record.evals[d.spec.name]) != images_digest(d.meta)]
+
+
+def record_sets(record, specs, data_root=None, options: tuple = (), progress: bool = False):
+    """The EvalData of every spec at the record's own test size and classes."""
+    cfg = train_config(record)
+    size = cfg.test_size or cfg.image_size
+    classes = record.config.get("classes") or []
+    return [eval_data(s, record.key.dataset, size, classes, data_root, options, progress)
+            for s in specs]

@@ -1,0 +1,138 @@
+"""`bench eval`: evaluation sets for finished records, from their kept weights
+(issue 33). `EvalOptions` declares its flags (bench.core.flags);
+`evaluate_results(opts)` does the work and returns one `EvalRow` per record
+and set, which the command prints as its closing table.
+
+Per record (complete, matching the filters):
+
+  damaged         store.verify names a file (the kept weights included: a
+                  checksum mismatch is named and the file never loaded)
+  no weights      trained without --keep-weights: listed, never blocks the rest
+  stored          the set is already stored on the same images (same digest)
+  evaluated       the set was computed now and stored beside the record
+  failed          the set could not be read or the model not rebuilt (why)
+
+Nothing of the record itself changes: sets go to evals.json + eval-<set>.npz
+(bench.core.evalfiles), never to metrics.json or predictions.npz.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.core.errors import BenchError
+from bench.core.flags import PAIRS, REPEAT, Options, option
+
+SKIPPED, STORED, EVALUATED, DAMAGED, FAILED = (
+    "no kept weights", "already stored", "evaluated", "damaged", "failed")
+
+
+@dataclass(frozen=True)
+class EvalOptions(Options):
+    results: str = option("results", "run-record root")
+    evals: tuple = option(
+        (), "the set to evaluate (repeatable): shift, ood:DATASET|PATH, site:DATASET|PATH "
+        "(docs/shift.md)", flag="--eval", kind=REPEAT, metavar="SPEC", api=("eval",))
+    dataset: tuple = option((), "only these datasets (comma list)", kind=REPEAT)
+    method: tuple = option((), "only these methods (comma list)", kind=REPEAT)
+    backbone: tuple = option((), "only these backbones (comma list)", kind=REPEAT)
+    data_root: str | None = option(None, "where dataset files live")
+    data_opts: tuple = option(
+        (), "adapter option of the records' dataset (repeatable; as bench run's)",
+        flag="--data-opt", kind=PAIRS, metavar="KEY=VALUE", text_values=True)
+    device: str | None = option(None, "cpu | cuda | cuda:N (default: cuda if present)")
+    no_progress: bool = option(False, api_default=True, api_negated="progress")
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    record: str
+    set: str
+    status: str
+    images: int = 0
+    seconds: float = 0.0
+    why: str = ""
+
+    @property
+    def images_per_s(self) -> float:
+        return self.images / self.seconds if self.seconds > 0 else 0.0
+
+
+def _names(values: tuple) -> set:
+    return {n.strip() for v in values for n in str(v).split(",") if n.strip()}
+
+
+def check(opts: EvalOptions) -> tuple:
+    """Every flag checked before anything is read or written: (root, EvalSpecs)."""
+    from bench.core import store
+    from bench.core.device import check_device
+    from bench.sweep.evals import check as check_evals
+
+    if not opts.evals:
+        raise BenchError("bench eval needs at least one --eval SPEC: shift, ood:DATASET or "
+                         "site:DATASET (a dataset name, or a path)")
+    root = store.require_results_dir(opts.results)
+    specs = check_evals(opts.evals)
+    if opts.device is not None:
+        check_device(opts.device, indexed=True)
+    return root, specs
+
+
+def selected(root, opts: EvalOptions) -> list:
+    """The keys of complete records under `root` passing the filters."""
+    from bench.core import store
+
+    want = {f: _names(getattr(opts, f)) for f in ("dataset", "method", "backbone")}
+    return [k for k in store.iter_seed_dirs(root) if store.is_complete(k.path(root))
+            and all(not names or getattr(k, f) in names for f, names in want.items())]
+
+
+def evaluate_results(opts: EvalOptions, progress: bool = True) -> list[EvalRow]:
+    """Evaluate every selected record's missing sets; one row per record and set."""
+    from tqdm import tqdm
+
+    from bench.core.config import load_kwargs
+    from bench.core.device import default_device
+
+    root, specs = check(opts)
+    keys = selected(root, opts)
+    device = opts.device or default_device()
+    options = tuple(sorted(load_kwargs(False, progress, opts.data_opts).items()))
+    rows: list[EvalRow] = []
+    bar = tqdm(keys, desc="eval", unit="record", disable=not progress, dynamic_ncols=True)
+    for key in bar:
+        bar.set_postfix_str(key.label, refresh=False)
+        rows += _one(key.path(root), root, specs, opts.data_root, options, device, progress)
+    bar.close()
+    return rows
+
+
+def _one(path, root, specs, data_root, options, device, progress) -> list[EvalRow]:
+    from bench.core import store
+    from bench.core.record import Record
+
+    record = Record(path, root)
+    label = record.key.label
+    why = store.verify(path)  # the kept weights' checksum too: damaged ones are never loaded
+    if why:
+        return [EvalRow(label, s.name, DAMAGED, why=why) for s in specs]
+    if not record.has_weights:
+        return [EvalRow(label, s.name, SKIPPED, why="trained without --keep-weights")
+                for s in specs]
+    try:
+        return _evaluate(record, specs, data_root, options, device, progress)
+    except BenchError as err:
+        return [EvalRow(label, s.name, FAILED, why=str(err)) for s in specs]
+
+
+def _evaluate(record, specs, data_root, options, device, progress) -> list[EvalRow]:
+    from bench.train.evaluate import evaluate_record, missing_sets, record_sets
+
+    label = record.key.label
+    sets = record_sets(record, specs, data_root, options, progress)
+    todo = missing_sets(record, sets)
+    rows = [EvalRow(label, d.spec.name, STORED) for d in sets
+            if not any(d is t for t in todo)]
+    if todo:
+        done = evaluate_record(record, todo, device)
+        rows += [EvalRow(label, name, EVALUATED, n, s) for name, n, s in done]
+    return rows
