@@ -30,4 +30,16 @@ if ! command -v pdflatex >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
         --no-install-recommends texlive-latex-recommended; } >/dev/null 2>&1 \
         || echo "setup.sh: could not install texlive-latex-recommended (pdflatex); LaTeX compile tests will fail" >&2
 fi
+# medmnistc (--eval shift, bench data shift) imports wand (ImageMagick's
+# MagickWand library) and cv2 (libGL, libglib): system libraries pip cannot
+# install. Only where the import fails and apt-get exists; never fatal (the
+# commands that need them name what is missing in one line).
+if ! .venv/bin/python -c "import medmnistc.corruptions.registry" >/dev/null 2>&1 \
+        && command -v apt-get >/dev/null 2>&1; then
+    step "installing medmnistc's system libraries (MagickWand, libGL, libglib) with apt-get"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"
+    { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+        --no-install-recommends libmagickwand-6.q16-6 libgl1 libglib2.0-0; } >/dev/null 2>&1 \
+        || echo "setup.sh: could not install libmagickwand-6.q16-6 libgl1 libglib2.0-0; --eval shift and bench data shift will name what is missing" >&2
+fi
 step "done"

@@ -10,12 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-pytest.importorskip("medmnistc", reason="--eval shift needs medmnistc (./setup.sh installs it)")
-
-from bench.core.errors import BenchError  # noqa: E402
-from bench.datasets import corruptions as C  # noqa: E402
-from bench.datasets import shift  # noqa: E402
-from bench.datasets.medmnist import resize  # noqa: E402
+from bench.core.errors import BenchError
+from bench.datasets import corruptions as C
+from bench.datasets import shift
+from bench.datasets.medmnist import resize
 
 RNG = np.random.default_rng(0)
 
