@@ -1,7 +1,8 @@
 """The harness from Python (a notebook, a script): `run` trains a grid as
 `bench run` does and returns its runs as a pandas DataFrame; `report` builds
 the report of `bench report` (bench.report.build), writes its files and
-returns it, its data as DataFrames.
+returns it, its data as DataFrames; `evaluate` is `bench eval` (evaluation
+sets from kept weights), one row per record and set.
 
     import bench.api
     df = bench.api.run(method=["sl1h", "2hml"], dataset="digits", backbone="smallcnn",
@@ -20,6 +21,7 @@ carried to every worker process.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from pathlib import Path
 
@@ -135,4 +137,32 @@ _FIRST = (inspect.Parameter("results_dir", inspect.Parameter.POSITIONAL_OR_KEYWO
 report.__signature__ = signature(ReportOptions, first=_FIRST)
 
 
-__all__ = ["run", "report", "Report", "ReportOptions", "RunOptions", "BenchError"]
+# -------------------------------------------------------------------- eval --
+EVAL_COLUMNS = ["record", "set", "status", "images", "seconds", "images_per_s", "why"]
+
+
+def evaluate(*leading, **options) -> pd.DataFrame:
+    """`bench eval`: evaluation sets for finished records from their kept
+    weights, no retraining. Takes EvalOptions' fields (`results`, `evals`
+    (or `eval`): 'shift', 'ood:kvasir', a list of them; `dataset`, `method`,
+    `backbone`, `data_root`, `device`), `results` also first positionally.
+    Returns one row per record and set: `status` is evaluated, already stored,
+    no kept weights, damaged or failed (`why` says why)."""
+    from bench.sweep.evalrun import EvalOptions, evaluate_results
+
+    opts = from_keywords(EvalOptions, "bench.api.evaluate", options, leading, ("results",))
+    rows = evaluate_results(opts, progress=not opts.no_progress)
+    return pd.DataFrame([{**dataclasses.asdict(r), "images_per_s": r.images_per_s}
+                         for r in rows], columns=EVAL_COLUMNS)
+
+
+def _eval_signature():
+    from bench.sweep.evalrun import EvalOptions
+
+    return signature(EvalOptions, ("results",))
+
+
+evaluate.__signature__ = _eval_signature()
+
+
+__all__ = ["run", "report", "evaluate", "Report", "ReportOptions", "RunOptions", "BenchError"]

@@ -236,3 +236,17 @@ def test_specs_carry_the_output_options_without_changing_the_hash(tmp_path):
     back = RunSpec.from_json(kept[0].to_json())  # what a worker process gets
     assert back.keep_weights is True and back.evals == ("ood:pathmnist",)
     assert json.loads(plain[0].to_json())["evals"] == []
+
+
+def test_api_evaluate_takes_the_field_names(kept, tmp_path):
+    import bench.api
+
+    _, results, _ = kept
+    fourth = image_folder(tmp_path / "fourth", 4, 4)
+    df = bench.api.evaluate(str(results), eval=f"ood:{fourth}", method="2hml")
+    assert list(df["status"]) == ["evaluated"] and list(df["images"]) == [4]
+    assert df["record"][0].startswith("digits/smallcnn/2hml/")
+    rec = next(r for r in records(results) if r.method == "2hml")
+    assert Record(rec.path, results).eval_set("ood-fourth")["logits"].shape == (4, 2, 10)
+    with pytest.raises(Exception, match="unknown option nope"):
+        bench.api.evaluate(str(results), evals="shift", nope=1)
