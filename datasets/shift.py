@@ -17,7 +17,11 @@ corruption set and parameters, medmnistc's version, seed, SHIFT_VERSION),
 its digest, the array's sha256 and the block names. `<key>` is the recipe's
 digest; a set whose manifest is missing, whose recipe digest differs, or
 whose array's sha256 differs from the manifest (damaged, edited) is set
-aside and rebuilt. `<cache>` is BENCH_CACHE_DIR, else the data root's
+aside and rebuilt; the sha256 (a full read) is recomputed only when the
+array's size or mtime differ from the build's. A MedMNIST source file's
+images digest is remembered in `<cache>/shift/sources.json` by (path, size,
+mtime): each run's process finds a built set without decoding the test
+split again. `<cache>` is BENCH_CACHE_DIR, else the data root's
 .bench-cache (bench.datasets.cache.default_cache_dir), else the one under
 BENCH_DATA_ROOT (./data).
 """
@@ -79,17 +83,20 @@ def source(dataset: str, data_root=None, options: tuple = ()) -> tuple:
     return np.asarray(bundle.test.images), bundle.test.labels, how
 
 
+def _medmnist_path(flag: str, data_root, options: dict, download: bool) -> Path:
+    """`--data-opt file=`, else <flag>_224.npz, else the 28 px file."""
+    if not options.get("file"):
+        try:
+            return locate(flag, data_root, C.DESIGNED_SIZE, False, None)
+        except BenchError:
+            pass
+    return locate(flag, data_root, 28, download, options.get("file"))
+
+
 def _medmnist_source(flag: str, data_root, options: dict) -> tuple:
     """The test split only (a 224 px file holds ~16 GB of training images):
     `--data-opt file=`, else <flag>_224.npz, else the 28 px file upsampled."""
-    path = None
-    if not options.get("file"):
-        try:
-            path = locate(flag, data_root, C.DESIGNED_SIZE, False, None)
-        except BenchError:
-            pass
-    if path is None:
-        path = locate(flag, data_root, 28, options.get("download", False), options.get("file"))
+    path = _medmnist_path(flag, data_root, options, options.get("download", False))
     with np.load(path, allow_pickle=False) as z:
         images, labels = z["test_images"], z["test_labels"].reshape(-1).astype(np.int64)
     images = to_rgb(images, path, "test")
@@ -102,14 +109,23 @@ def _medmnist_source(flag: str, data_root, options: dict) -> tuple:
 
 
 # ---------------------------------------------------------------- recipe --
+def source_digest(images: np.ndarray, labels: np.ndarray) -> str:
+    h = hashlib.sha256(np.ascontiguousarray(images).data)
+    h.update(np.asarray(labels, np.int64).tobytes())
+    return h.hexdigest()
+
+
 def recipe(dataset: str, size: int, images: np.ndarray, labels: np.ndarray, how: str,
            only=None) -> tuple[dict, dict]:
     """(recipe, corruption name -> medmnistc object)."""
+    return recipe_of(dataset, size, source_digest(images, labels), len(labels), how, only)
+
+
+def recipe_of(dataset: str, size: int, digest: str, n: int, how: str, only=None
+              ) -> tuple[dict, dict]:
     name, chosen = C.corruptions(dataset, only)
-    h = hashlib.sha256(np.ascontiguousarray(images).data)
-    h.update(np.asarray(labels, np.int64).tobytes())
-    return {"dataset": dataset, "size": int(size), "source": how, "images": h.hexdigest(),
-            "n": int(len(labels)), **C.recipe(name, chosen), "seed": SEED,
+    return {"dataset": dataset, "size": int(size), "source": how, "images": digest,
+            "n": int(n), **C.recipe(name, chosen), "seed": SEED,
             "severities": list(C.SEVERITIES), "version": SHIFT_VERSION}, chosen
 
 
@@ -134,14 +150,24 @@ def get(dataset: str, size: int, data_root=None, options: tuple = (), only=None,
 
 @functools.lru_cache(maxsize=4)
 def _get(dataset, size, data_root, options, only, build, progress, jobs) -> ShiftSet:
+    folder = shift_dir(data_root)
+    stamp = _source_stamp(dataset, data_root, options)
+    known = _memo(folder).get(stamp) if stamp else None
+    if isinstance(known, dict):  # the source file as last decoded: no decode, no hash
+        rec, _ = recipe_of(dataset, size, known.get("images", ""), known.get("n", 0),
+                           known.get("how", ""), only)
+        found = _lookup(folder, dataset, size, rec)
+        if found is not None:
+            return found
     images, labels, how = source(dataset, data_root, options)
     rec, chosen = recipe(dataset, size, images, labels, how, only)
-    key = recipe_digest(rec)
-    folder = shift_dir(data_root)
-    final = folder / f"{dataset}-{size}px-{key[:16]}.npy"
-    found = _cached(final, key, rec)
+    if stamp:
+        _remember(folder, stamp, {"images": rec["images"], "n": rec["n"], "how": how})
+    found = _lookup(folder, dataset, size, rec)
     if found is not None:
         return found
+    key = recipe_digest(rec)
+    final = _final(folder, dataset, size, key)
     if not build or not writes_allowed():
         raise BenchError(f"shift: the corrupted {dataset} test set at {size} px is not built; "
                          f"build it with `bench data shift --dataset {dataset}` (or run "
@@ -150,6 +176,49 @@ def _get(dataset, size, data_root, options, only, build, progress, jobs) -> Shif
     found = _cached(final, key, rec)
     assert found is not None, final
     return found
+
+
+def _final(folder: Path, dataset: str, size: int, key: str) -> Path:
+    return folder / f"{dataset}-{size}px-{key[:16]}.npy"
+
+
+def _lookup(folder: Path, dataset: str, size: int, rec: dict) -> ShiftSet | None:
+    key = recipe_digest(rec)
+    return _cached(_final(folder, dataset, size, key), key, rec)
+
+
+# A run reads its set in every worker process, and decoding a 224 px test
+# split to hash it costs seconds to minutes (PathMNIST: 7,180 images, 1 GB).
+# A MedMNIST file's digest is remembered by (path, size, mtime), so a lookup
+# of a set already built decodes nothing; any other source is decoded.
+MEMO = "sources.json"
+
+
+def _source_stamp(dataset: str, data_root, options: tuple) -> str | None:
+    if dataset not in FLAGS:
+        return None
+    opts = dict(options)
+    try:
+        path = _medmnist_path(dataset, data_root, opts, download=False)
+        st = path.stat()
+    except (BenchError, OSError):
+        return None  # not there yet: source() downloads it or says so
+    return f"{dataset}|{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+
+
+def _memo(folder: Path) -> dict:
+    memo = files.read_json(folder / MEMO, default=None)
+    return memo if isinstance(memo, dict) else {}
+
+
+def _remember(folder: Path, stamp: str, entry: dict) -> None:
+    if not writes_allowed():
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        files.write_json(folder / MEMO, {**_memo(folder), stamp: entry})
+    except OSError:  # a read-only cache: the next lookup decodes again
+        pass
 
 
 def _cached(final: Path, key: str, rec: dict) -> ShiftSet | None:
@@ -161,7 +230,8 @@ def _cached(final: Path, key: str, rec: dict) -> ShiftSet | None:
     why = damage(final, shape)
     if why is None and not (isinstance(manifest, dict) and manifest.get("recipe_digest") == key):
         why = "its manifest is missing or of another recipe (digest differs)"
-    if why is None and sha256_file(final) != manifest.get("sha256"):
+    if why is None and not _unchanged(final, manifest) and sha256_file(final) != manifest.get(
+            "sha256"):
         why = "contents changed since built (sha256 differs from its manifest)"
     if why is not None:
         if writes_allowed():
@@ -171,6 +241,13 @@ def _cached(final: Path, key: str, rec: dict) -> ShiftSet | None:
     blocks = tuple((c, int(s)) for c, s in manifest["blocks"])
     return ShiftSet(final, images, np.asarray(manifest["labels"], np.int64), blocks,
                     manifest["sha256"], manifest)
+
+
+def _unchanged(final: Path, manifest: dict) -> bool:
+    """Whether the array file has the size and mtime it had when built (then
+    its sha256, a full read of up to tens of GB, is not recomputed)."""
+    st = final.stat()
+    return [st.st_size, st.st_mtime_ns] == manifest.get("stat")
 
 
 def sha256_file(path: Path) -> str:
@@ -209,8 +286,10 @@ def build_set(final: Path, rec: dict, key: str, images, labels, chosen: dict,
     finally:
         if tmp.exists():
             tmp.unlink()
+    st = final.stat()
     files.write_json(final.with_suffix(".json"), {
-        "recipe": rec, "recipe_digest": key, "sha256": sha, "blocks": [list(b) for b in blocks],
+        "recipe": rec, "recipe_digest": key, "sha256": sha, "stat": [st.st_size, st.st_mtime_ns],
+        "blocks": [list(b) for b in blocks],
         "labels": [int(v) for v in labels], "seconds": round(time.perf_counter() - t0, 1),
         "jobs": jobs})
     return final

@@ -132,6 +132,10 @@ def test_the_cache_is_reused_and_rebuilt_when_its_digest_differs(tiny_path, monk
         last = f.read(1)
         f.seek(-1, os.SEEK_END)
         f.write(bytes([last[0] ^ 1]))
+    # an edit is later than the build; within one clock tick the mtime could
+    # stay equal, and only a changed size or mtime makes the lookup re-hash
+    st = first.path.stat()
+    os.utime(first.path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     rebuilt = get(root)
     assert built == [1] and rebuilt.digest == first.digest  # the same seeded bytes again
     assert first.path.with_name(first.path.stem + ".damaged").exists()  # kept aside
@@ -153,3 +157,30 @@ def test_an_unbuilt_set_is_one_line_when_building_is_not_allowed(tiny_path):
     root, _ = tiny_path
     with pytest.raises(BenchError, match="bench data shift --dataset pathmnist"):
         get(root, build=False)
+
+
+def test_a_built_set_is_found_without_decoding_or_hashing_again(tiny_path, monkeypatch):
+    """Each run's process looks its set up: for a MedMNIST file whose size and
+    mtime are as when it was last decoded, and an array file as when built,
+    the lookup decodes no image and reads no array byte to hash it."""
+    root, _ = tiny_path
+    first = get(root)
+    real, real_sha = shift.source, shift.sha256_file
+
+    def no(*a, **k):
+        raise AssertionError("decoded or hashed again")
+
+    monkeypatch.setattr(shift, "source", no)
+    monkeypatch.setattr(shift, "sha256_file", no)
+    again = get(root)
+    assert again.path == first.path and again.digest == first.digest
+    np.testing.assert_array_equal(again.labels, first.labels)
+    # the source file rewritten: decoded again (its digest is not trusted)
+    monkeypatch.setattr(shift, "sha256_file", real_sha)
+    decoded = []
+    monkeypatch.setattr(shift, "source", lambda *a: decoded.append(1) or real(*a))
+    arrays = np.load(root / "pathmnist.npz")
+    np.savez(root / "pathmnist.npz", **{k: arrays[k] for k in arrays.files})
+    st = (root / "pathmnist.npz").stat()
+    os.utime(root / "pathmnist.npz", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert get(root).path == first.path and decoded == [1]  # same bytes: same set
