@@ -63,11 +63,9 @@ def blocks(arrays: dict) -> dict:
             "severity": np.array([SEVERITIES[j] for _, j in order], np.int64)}
 
 
-def write(root, shift: bool = True, ood: bool = True, dataset: str = "toy",
-          layout: str = "grid"):
-    """Every record (and its sets); returns root. `layout`: the shift set as
-    bench.core.evalfiles states it ('grid') or as the evaluation writes it
-    ('blocks')."""
+def write(root, shift: bool = True, ood: bool = True, dataset: str = "toy"):
+    """Every record (and its sets, the shift set stored as the evaluation
+    stores it: blocks); returns root."""
     for method, heads in HEADS.items():
         for seed in SEEDS:
             rng = _rng(method, seed, "val")
@@ -83,8 +81,7 @@ def write(root, shift: bool = True, ood: bool = True, dataset: str = "toy",
             store.write_record(path, config, {"test": test, "val": dict(test)}, preds)
             if shift:
                 arrays = shift_arrays(method, seed)
-                evalfiles.write(path, "shift", arrays if layout == "grid" else blocks(arrays),
-                                {"kind": "shift"})
+                evalfiles.write(path, "shift", blocks(arrays), {"kind": "shift"})
             if ood:
                 z = logits(_rng(method, seed, "ood"), N_OOD, heads, np.zeros(N_OOD, int), 1.0,
                            0.4)

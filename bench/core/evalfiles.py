@@ -22,9 +22,10 @@ What a set's arrays hold:
 
     ood     logits [N, M, K]
     site    logits [N, M, K], labels [N]
-    shift   logits [C, S, N, M, K] (corruption, severity), labels [N],
-            corruptions [C] (names), severities [S] (0 = the clean images
-            through the same resize path, then 1..5)
+    shift   logits [B, N, M, K] per block of the corrupted set
+            (bench.datasets.shift), labels [N], corruption [B] (names) and
+            severity [B]: block 0 the clean images through the same resize
+            path (severity 0), then each corruption at severities 1..5
 """
 from __future__ import annotations
 

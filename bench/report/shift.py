@@ -46,13 +46,10 @@ def severity_key(s: int) -> str:
 
 
 def grid(arrays: dict) -> dict:
-    """A shift set's arrays as logits [C, S, N, M, K], labels, corruptions [C],
-    severities [S]: the layout bench.core.evalfiles states, returned as it is,
-    or the per-block one the evaluation writes (logits [B, N, M, K],
-    corruption [B] and severity [B], one clean block at severity 0), the clean
-    block standing as severity 0 of every corruption."""
-    if "corruptions" in arrays:
-        return arrays
+    """A shift set as stored (bench.core.evalfiles: logits [B, N, M, K],
+    corruption [B] and severity [B], one clean block at severity 0) arranged
+    as logits [C, S, N, M, K], labels, corruptions [C], severities [S], the
+    clean block standing as severity 0 of every corruption."""
     z, names = np.asarray(arrays["logits"]), [str(c) for c in arrays["corruption"]]
     sev = [int(v) for v in arrays["severity"]]
     clean = [b for b, v in enumerate(sev) if v == 0]

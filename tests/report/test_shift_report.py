@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from evalrecords import CORRUPTIONS, HEADS, SEEDS, SEVERITIES, record, shift_arrays, write
+from evalrecords import (CORRUPTIONS, HEADS, SEEDS, SEVERITIES, blocks, record,
+                         shift_arrays, write)
 from scipy.optimize import minimize_scalar
 from scipy.special import softmax
 
@@ -234,9 +235,14 @@ def test_results_shift_is_the_reports_tidy_frame(results, shift_rep):
     assert len(bench.results.ood(results)) > 0
 
 
-def test_the_per_block_layout_gives_the_same_report(tmp_path, shift_rep):
+def test_the_stored_blocks_read_as_the_corruption_by_severity_grid():
     """bench.train.evaluate stores a shift set as blocks (clean, then each
-    corruption x severity); read as the grid it is the same data."""
-    results = write(tmp_path / "results", ood=False, layout="blocks")
-    rep = build(results, ReportOptions(shift=True, no_plots=True, no_progress=True)).shift
-    pd.testing.assert_frame_equal(rep.frame, shift_rep.frame)
+    corruption x severity); the report arranges them as [C, S, N, M, K], the
+    clean block standing as severity 0 of every corruption."""
+    from bench.report.shift import grid
+
+    want = shift_arrays("2hml", 1)
+    got = grid(blocks(want))
+    np.testing.assert_array_equal(got["logits"], want["logits"])
+    assert list(got["corruptions"]) == list(CORRUPTIONS)
+    assert list(got["severities"]) == list(SEVERITIES)
