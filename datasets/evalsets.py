@@ -30,7 +30,7 @@ from bench.core.evalfiles import EvalSpec
 
 from .base import DATASETS
 from .cache import cached_images, default_cache_dir
-from .filelist import label_ids, list_images, read_csv_dicts
+from .filelist import default_root, label_ids, list_images, read_csv_dicts
 
 
 @dataclass
@@ -72,6 +72,88 @@ def load_eval(spec: EvalSpec, dataset: str, size: int, classes: list[str], data_
     meta = {"source": source, "size": int(size), "n": int(len(images)),
             "images_sha256": digest(images, labels)}
     return EvalData(spec, images, labels, meta)
+
+
+def check_present(spec: EvalSpec, size: int | None = None) -> None:
+    """The files an ood/site source will read are there, checked cheaply (no
+    image decoded, nothing written), so a missing one stops a command before
+    a corrupted set is built or a run trains: a registered dataset's test
+    files as its adapter finds them (a MedMNIST flag's .npz at the size a run
+    reads, `size`, or at any official size when unknown; a file dataset's
+    folder, lists and test images), a folder's images, a CSV's rows and the
+    images it lists. BenchError naming the source and what is missing."""
+    if spec.kind == "shift":
+        return
+    try:
+        if spec.is_path:
+            _check_path(spec)
+        else:
+            _check_dataset(spec, size)
+    except BenchError as err:
+        text = str(err)
+        prefix = f"--eval {spec.text}: "
+        raise BenchError(text if text.startswith(prefix) else prefix + text) from None
+
+
+def _check_dataset(spec: EvalSpec, size: int | None) -> None:
+    import os
+
+    from .filelist import FILE_INDEXES
+    from .medmnist import FLAGS, OFFICIAL_SIZES, file_size, locate, npz_name
+
+    name = spec.source
+    if name in FLAGS:
+        sizes = [file_size(size)] if size else list(OFFICIAL_SIZES)
+        for s in sizes:
+            try:
+                locate(name, None, s, False)
+                return
+            except BenchError:
+                continue
+        first = sizes[0]
+        path = default_root("medmnist") / npz_name(name, first)
+        raise BenchError(f"--eval {spec.text}: {path} not found (the {name} test split "
+                         f"{'at ' + str(first) + ' px ' if size else ''}is read from "
+                         f"$BENCH_DATA_ROOT/medmnist, default data/medmnist); fetch it with "
+                         f"`bench data check --dataset {name} --download`, or drop the --eval")
+    if name in FILE_INDEXES:
+        index = FILE_INDEXES[name](None)
+        test = index.paths.get("test") or []
+        missing = [p for p in test if not os.path.isfile(p)]
+        if not test:
+            raise BenchError(f"{name} at {index.root} has no test images")
+        if missing:
+            raise BenchError(f"{len(missing)} of the {len(test)} test images of {name} are "
+                             f"missing (first: {missing[0]}); `bench data check --dataset "
+                             f"{name}` names them all")
+
+
+def _check_path(spec: EvalSpec) -> None:
+    import os
+
+    path = Path(spec.source).expanduser()
+    if not path.exists():
+        raise BenchError(f"{path} does not exist; give a folder of images or a CSV listing them")
+    if path.is_file():
+        if path.suffix.lower() != ".csv":
+            raise BenchError(f"{path} is a file but not a .csv")
+        cols = ("image", "label") if spec.kind == "site" else ("image",)
+        rows = read_csv_dicts(path, cols)
+        missing = [r["image"] for r in rows
+                   if not os.path.isfile(path.parent / r["image"])]
+        if missing:
+            raise BenchError(f"{path}: {len(missing)} of the {len(rows)} listed images are "
+                             f"missing (first: {path.parent / missing[0]})")
+        return
+    if not path.is_dir():
+        raise BenchError(f"{path} is neither a folder nor a CSV")
+    if spec.kind == "site":
+        found = [d for d in sorted(path.iterdir()) if d.is_dir() and list_images(d)]
+        if not found:
+            raise BenchError(f"no class folder with images (.jpg, .png, ...) under {path}; a "
+                             "site folder holds one folder per class, named as the classes")
+    elif not list_images(path):
+        raise BenchError(f"no images (.jpg, .png, ...) under {path}")
 
 
 def _shift(spec, dataset, size, data_root, options, build, progress, jobs) -> EvalData:

@@ -95,6 +95,7 @@ def evaluate_results(opts: EvalOptions, progress: bool = True) -> list[EvalRow]:
 
     root, specs = check(opts)
     keys = selected(root, opts)
+    _check_sizes(root, keys, specs)
     device = opts.device or default_device()
     options = tuple(sorted(load_kwargs(False, progress, opts.data_opts).items()))
     rows: list[EvalRow] = []
@@ -104,6 +105,24 @@ def evaluate_results(opts: EvalOptions, progress: bool = True) -> list[EvalRow]:
         rows += _one(key.path(root), root, specs, opts.data_root, options, device, progress)
     bar.close()
     return rows
+
+
+def _check_sizes(root, keys, specs) -> None:
+    """Each ood/site source's files at every test size the records read it at,
+    before any set is built (a record whose config cannot be read is left to
+    its own row)."""
+    from bench.core.record import Record
+    from bench.sweep.evals import check_sizes
+    from bench.train.evaluate import train_config
+
+    sizes = set()
+    for key in keys:
+        try:
+            cfg = train_config(Record(key.path(root), root))
+        except (BenchError, OSError, ValueError, TypeError):
+            continue
+        sizes.add(cfg.test_size or cfg.image_size)
+    check_sizes(specs, sizes)
 
 
 def _one(path, root, specs, data_root, options, device, progress) -> list[EvalRow]:

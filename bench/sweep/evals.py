@@ -44,15 +44,34 @@ def check(texts) -> tuple:
 
 
 def check_source(spec) -> None:
-    """An ood/site source must be a registered dataset or an existing path."""
+    """An ood/site source must be a registered dataset whose test files are
+    present, or an existing folder of images / readable CSV
+    (bench.datasets.evalsets.check_present: nothing decoded or written)."""
     from bench.datasets import DATASETS
+    from bench.datasets.evalsets import check_present
 
-    if spec.kind == "shift" or spec.source in DATASETS.names():
+    if spec.kind == "shift":
         return
-    if spec.is_path and os.path.exists(os.path.expanduser(spec.source)):
-        return
-    raise BenchError(f"--eval {spec.text}: '{spec.source}' is neither a dataset "
-                     f"({', '.join(DATASETS.names())}) nor an existing folder or CSV")
+    if spec.source not in DATASETS.names() and not (
+            spec.is_path and os.path.exists(os.path.expanduser(spec.source))):
+        raise BenchError(f"--eval {spec.text}: '{spec.source}' is neither a dataset "
+                         f"({', '.join(DATASETS.names())}) nor an existing folder or CSV")
+    check_present(spec)
+
+
+def check_sizes(specs, sizes) -> None:
+    """Every ood/site source again at each test size the runs read it at (a
+    MedMNIST flag has one file per size): after the grid is built, before any
+    set is built or run starts."""
+    from bench.datasets.evalsets import check_present
+
+    for spec in specs:
+        for size in sorted({int(s) for s in sizes if s}):
+            check_present(spec, size)
+
+
+def spec_test_size(s) -> int:
+    return s.sizes[2] if len(s.sizes) == 3 else s.train.test_size
 
 
 def prepare(specs: list, progress: bool = True) -> None:
@@ -62,17 +81,20 @@ def prepare(specs: list, progress: bool = True) -> None:
     from bench.train.evaluate import eval_data
 
     seen = set()
-    for s in specs:
-        if not s.evals:
-            continue
-        size = s.sizes[2] if len(s.sizes) == 3 else s.train.test_size
-        key = (s.dataset, size, s.data_root, s.load_options, s.evals)
-        if key in seen:
-            continue
-        seen.add(key)
-        classes = _load(s.dataset, 0, s.data_root, s.load_options).classes
-        for spec in parse_all(s.evals):
-            eval_data(spec, s.dataset, size, classes, s.data_root, s.load_options, progress)
+    for shift in (False, True):  # ood/site sets first: one that cannot be read stops the
+        for s in specs:          # sweep before minutes of corrupting
+            if not s.evals:
+                continue
+            size = spec_test_size(s)
+            key = (shift, s.dataset, size, s.data_root, s.load_options, s.evals)
+            if key in seen:
+                continue
+            seen.add(key)
+            classes = _load(s.dataset, 0, s.data_root, s.load_options).classes
+            for spec in parse_all(s.evals):
+                if (spec.kind == "shift") == shift:
+                    eval_data(spec, s.dataset, size, classes, s.data_root, s.load_options,
+                              progress)
 
 
 def worker_sets(spec, exp, bundle) -> tuple:

@@ -50,6 +50,10 @@ def plan(opts: RunOptions) -> Grid:
                                      load_options(opts), opts.weights,
                                      dry_run=opts.dry_run,
                                      pretrained_asked=bool(opts.pretrained or opts.weights))
+    if evals:  # a MedMNIST source's file at each run's test size, before anything is built
+        from bench.sweep.evals import check_sizes, spec_test_size
+
+        check_sizes(evals, {spec_test_size(s) for s in specs})
     if opts.keep_weights or evals:  # output only: the specs' hashes are unchanged
         texts = tuple(spec.text for spec in evals)
         specs = [dataclasses.replace(s, keep_weights=opts.keep_weights, evals=texts)

@@ -230,11 +230,12 @@ def test_specs_carry_the_output_options_without_changing_the_hash(tmp_path):
     from sweeputil import run_args
     from bench.sweep.plan import plan
 
+    ood = image_folder(tmp_path / "noise", 2, 0)  # a source must be present to be planned
     plain = plan(run_args(tmp_path / "a")).specs
-    kept = plan(run_args(tmp_path / "a", "--keep-weights", "--eval", "ood:pathmnist")).specs
+    kept = plan(run_args(tmp_path / "a", "--keep-weights", "--eval", f"ood:{ood}")).specs
     assert [s.chash for s in plain] == [s.chash for s in kept]
     back = RunSpec.from_json(kept[0].to_json())  # what a worker process gets
-    assert back.keep_weights is True and back.evals == ("ood:pathmnist",)
+    assert back.keep_weights is True and back.evals == (f"ood:{ood}",)
     assert json.loads(plain[0].to_json())["evals"] == []
 
 
