@@ -12,7 +12,11 @@ seed), so every run and method sees the same noisy set, and the noise rate is
 part of the dataset identity (records of different rates never mix).
 `--data-opt train_per_class=N` keeps N training images of each class (a fixed
 subset, also part of the identity): a small-data regime. docs/quickstart.md
-says what each does to calibration on this data.
+says what each does to calibration on this data. `--data-opt test_per_class=N`
+keeps N test images of each class the same way (a fixed subset drawn from
+SPLIT_SEED, part of the identity): a small test split, so that the shift
+demo's corrupted set (`--eval shift`, 66 blocks of the test split) builds in
+about a minute (docs/quickstart.md, "Shift and OOD").
 """
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ from .filelist import check_options
 
 SPLIT_SEED = 0
 OPTIONS = {"label_noise": "share of training labels flipped to another class, 0 <= P < 1",
-           "train_per_class": "keep N training images per class (a small-data regime)"}
+           "train_per_class": "keep N training images per class (a small-data regime)",
+           "test_per_class": "keep N test images per class (a small test split: the shift demo)"}
 
 
 def noise_rate(text) -> float:
@@ -39,14 +44,14 @@ def noise_rate(text) -> float:
     return rate
 
 
-def per_class(text) -> int:
+def per_class(text, key: str = "train_per_class") -> int:
     try:
         n = int(text)
     except (TypeError, ValueError):
         n = 0
     if n < 1:
-        raise BenchError(f"--data-opt train_per_class={text}: expected a whole number >= 1 "
-                         "(e.g. train_per_class=20)")
+        raise BenchError(f"--data-opt {key}={text}: expected a whole number >= 1 "
+                         f"(e.g. {key}=20)")
     return n
 
 
@@ -95,6 +100,10 @@ def digits(data_root=None, image_size: int = 0, download: bool = False, progress
     n_per_class = per_class(options["train_per_class"]) if "train_per_class" in options else 0
     if n_per_class:
         train = subsample(train, labels, n_per_class, SPLIT_SEED)
+    n_test = per_class(options["test_per_class"], "test_per_class") \
+        if "test_per_class" in options else 0
+    if n_test:
+        test = subsample(test, labels, n_test, SPLIT_SEED)
     return DatasetBundle(
         name="digits",
         classes=[str(d) for d in range(10)],
@@ -105,5 +114,6 @@ def digits(data_root=None, image_size: int = 0, download: bool = False, progress
         default_backbone="smallcnn",
         identity={"source": "sklearn.load_digits", "size": size, "split_seed": SPLIT_SEED,
                   **({"label_noise": rate} if rate else {}),
-                  **({"train_per_class": n_per_class} if n_per_class else {})},
+                  **({"train_per_class": n_per_class} if n_per_class else {}),
+                  **({"test_per_class": n_test} if n_test else {})},
     )
