@@ -1,4 +1,5 @@
-"""`bench data check` (`bench data shift`: bench.cli.datashift), and the data
+"""`bench data check` (`bench data shift`: bench.cli.datashift; `bench data
+ood-demo`: bench.cli.oodemo), and the data
 options shared with `bench run`.
 
 `bench data check --dataset NAME [--data-root DIR] [--data-opt k=v]` prints
@@ -36,6 +37,9 @@ def add_parser(sub) -> None:
     from bench.cli.datashift import add_parser as add_shift
 
     add_shift(dsub, add_data_options)
+    from bench.cli.oodemo import add_parser as add_ood_demo
+
+    add_ood_demo(dsub)
 
 
 def check_data_paths(args) -> None:
