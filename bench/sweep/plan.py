@@ -20,7 +20,7 @@ from bench.core.errors import BenchError, choices_error
 from bench.core.evalfiles import parse_all
 from bench.core.seeds import parse_seeds
 from bench.sweep.executors import check_options
-from bench.core.paper import PAPER_BACKBONES, PAPER_METHODS
+from bench.core.paper import DENS, ENSEMBLE_OF, PAPER_BACKBONES, PAPER_METHODS
 from bench.core.registry import expand_names
 from bench.sweep.grid import build_specs, load_options
 from bench.sweep.options import RunOptions
@@ -98,7 +98,8 @@ def resolve_run(opts: RunOptions):
                                   aliases={"all": list(PAPER_BACKBONES),
                                            "paper": list(PAPER_BACKBONES)})]
     names = expand_names(opts.method, training_methods(), "method", METHODS,
-                         aliases={"paper": list(PAPER_METHODS)})
+                         aliases={"paper": list(PAPER_METHODS), DENS: [ENSEMBLE_OF]})
+    check_ensemble(opts.method, seeds)
     given = dict(opts.overrides)  # (key, value) pairs: text from the command line
     owned = {name: field_types(method_params(name)) for name in names}
     train_keys = field_types(base)
@@ -116,6 +117,16 @@ def resolve_run(opts: RunOptions):
                       if k in owned[n]} for n in names}
     methods = [create_method(n, per_method[n]) for n in names]
     return seeds, methods, cfg, datasets, backbones, per_method
+
+
+def check_ensemble(method_text: str, seeds) -> None:
+    """`--method dens` (D-Ens, a derived row: bench report averages the sl1h
+    seeds) trains sl1h; an ensemble needs two seeds at least."""
+    asked = [t.strip() for t in str(method_text).split(",")]
+    if DENS in asked and len(seeds) < 2:
+        raise BenchError(f"--method {DENS}: D-Ens is the mean of the {ENSEMBLE_OF} seeds' "
+                         f"predictions and needs at least 2 seeds (--seeds {len(seeds)} given); "
+                         "give --seeds 2 or more")
 
 
 def check_run_flags(opts: RunOptions) -> None:
