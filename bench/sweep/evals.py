@@ -139,6 +139,30 @@ def finish(outcomes: list, opts, progress: bool = True) -> list[str]:
     return lines
 
 
+def stored_line(outcomes: list, opts) -> str:
+    """After the sweep: which sets the complete records now hold, and the
+    report that reads them ('' without --eval)."""
+    from bench.core.record import Record
+
+    specs = parse_all(opts.evals)
+    complete = [o for o in outcomes if o["status"] in ("done", "skipped")]
+    if not specs or not complete:
+        return ""
+    have = {s.name: 0 for s in specs}
+    for o in complete:
+        try:
+            names = Record(o["record"], opts.results).evals
+        except (BenchError, OSError, ValueError):
+            continue
+        for name in have:
+            have[name] += name in names
+    flags = [f for f, kind in (("--shift", "shift"), ("--ood", "ood"))
+             if any(s.kind == kind for s in specs)]
+    sets = ", ".join(f"{name} on {n}" for name, n in have.items())
+    return (f"--eval: {sets} of {len(complete)} complete record(s) (evals.json beside each)"
+            + (f"; their tables: bench report {' '.join(flags)}" if flags else ""))
+
+
 def _options(opts) -> tuple:
     from bench.sweep.grid import load_options
 

@@ -71,6 +71,8 @@ def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
     outcomes = run_sweep(grid.specs, opts, progress=progress)
     for line in evals.finish(outcomes, opts, progress):  # complete records: missing sets
         print(line)
+    if opts.evals:
+        print(evals.stored_line(outcomes, opts))
     if opts.tensorboard:
         from bench.sweep.tensorboard import write_events
 

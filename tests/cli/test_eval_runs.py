@@ -127,11 +127,13 @@ def test_run_eval_on_finished_records(kept, capsys, tmp_path):
     out = capsys.readouterr().out
     assert "0 trained, 2 already done" in out
     assert out.count("evaluated digits/smallcnn/") == 2
+    assert "--eval: ood-third on 2 of 2 complete record(s)" in out
     assert main(["run", *TINY, "--method", "sl1h", "--set", "lr=0.02", "--results",
                  str(results), "--eval", f"ood:{third}"]) == 0
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if "no kept weights" in line]
     assert len(lines) == 1 and "--force --keep-weights" in lines[0]
+    assert "--eval: ood-third on 0 of 1 complete record(s)" in out
     for r in recs:
         assert sha(r.path / "metrics.json") == metrics[r.path]  # nothing retrained
         assert ("ood-third" in Record(r.path, results).evals) == r.has_weights
