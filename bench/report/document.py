@@ -130,7 +130,7 @@ class Report:
         written += figures + [md]
         self.paths = tuple(written)
         self.text = summary_text(self.tables, self.failures, notes, written, self.run_list,
-                                 self.labels)
+                                 self.labels, len(extra))
         return written
 
     def write_eval_reports(self, out: Path) -> tuple[list[Path], list[tuple]]:
@@ -198,8 +198,9 @@ def tables_frame(tables) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary_text(tables, failures, notes, written, runs, labels=None) -> str:
-    """What `bench report` prints: the main tables, notes, failures, files."""
+def summary_text(tables, failures, notes, written, runs, labels=None, eval_tables=0) -> str:
+    """What `bench report` prints: the main tables, notes, failures, files
+    (`eval_tables`: how many --shift / --ood tables were written beside them)."""
     lines = []
     for t in tables:
         if t.kind == "main":
@@ -210,6 +211,6 @@ def summary_text(tables, failures, notes, written, runs, labels=None) -> str:
         lines += ["", f"{len(failures)} failed or unfinished runs (see failed_runs.csv):"]
         lines += [f"  {f['dataset']}/{f['backbone']}/{f['method']} seed {f['seed']}: "
                   f"{f['reason']}" for f in failures]
-    lines += ["", f"{len(runs)} runs, {len(tables)} tables, {len(written)} files:"]
+    lines += ["", f"{len(runs)} runs, {len(tables) + eval_tables} tables, {len(written)} files:"]
     lines += [f"  {p}" for p in written]
     return "\n".join(lines)

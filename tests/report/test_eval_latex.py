@@ -23,13 +23,15 @@ def overfull(tex_dir, name) -> list[float]:
 
 
 @pytest.mark.parametrize("extra", [(), ("--metrics", ALL, "--variants", ",".join(V.posthoc()))])
-def test_shift_and_ood_tables_compile_and_fit(tmp_path, extra):
+def test_shift_and_ood_tables_compile_and_fit(tmp_path, capsys, extra):
     assert shutil.which("pdflatex"), "pdflatex missing: ./setup.sh installs it"
     results = write(tmp_path / "results")
     out = tmp_path / "out"
     assert main(["report", "--results", str(results), "--out", str(out), "--shift", "--ood",
                  "--no-plots", "--no-progress", *extra]) == 0
     tex_dir = out / "tables"
+    # the closing count is of every table written, the shift and OOD ones too
+    assert f" {len(list(tex_dir.glob('*_doc.tex')))} tables, " in capsys.readouterr().out
     names = [p.name.removesuffix("_doc.tex") for p in sorted(tex_dir.glob("*_doc.tex"))
              if p.name.startswith(("shift_", "ood_"))]
     assert names == ["ood_toy_resnet50_kvasir", "shift_toy_resnet50"]
