@@ -26,7 +26,7 @@ DATA_OPTION_KEYS = {
     "csv": "train, test, val, path_col, label_col, classes, name, cache",
     "folder": "classes, name, cache",
     "chaoyang, kvasir": "train_csv, val_csv, test_csv, cache",
-    "digits": "label_noise, train_per_class",
+    "digits": "label_noise, train_per_class, test_per_class",
     "pathmnist and the other MedMNIST flags": "file",
 }
 _KEYS = "; ".join(f"{ds}: {k}" for ds, k in DATA_OPTION_KEYS.items())
