@@ -230,7 +230,7 @@ def _cached(final: Path, key: str, rec: dict) -> ShiftSet | None:
     why = damage(final, shape)
     if why is None and not (isinstance(manifest, dict) and manifest.get("recipe_digest") == key):
         why = "its manifest is missing or of another recipe (digest differs)"
-    if why is None and not _unchanged(final, manifest) and sha256_file(final) != manifest.get(
+    if why is None and not _unchanged(final, manifest) and files.sha256(final) != manifest.get(
             "sha256"):
         why = "contents changed since built (sha256 differs from its manifest)"
     if why is not None:
@@ -248,11 +248,6 @@ def _unchanged(final: Path, manifest: dict) -> bool:
     its sha256, a full read of up to tens of GB, is not recomputed)."""
     st = final.stat()
     return [st.st_size, st.st_mtime_ns] == manifest.get("stat")
-
-
-def sha256_file(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 # ----------------------------------------------------------------- build --
@@ -281,7 +276,7 @@ def build_set(final: Path, rec: dict, key: str, images, labels, chosen: dict,
         bar.close()
         out.flush()
         del out
-        sha = sha256_file(tmp)
+        sha = files.sha256(tmp)
         os.replace(tmp, final)
     finally:
         if tmp.exists():

@@ -119,8 +119,7 @@ def write(record, name: str, arrays: dict[str, np.ndarray], meta: dict) -> Path:
             np.savez(f, **arrays)
             f.flush()
             os.fsync(f.fileno())
-        with open(tmp, "rb") as f:
-            sha = hashlib.file_digest(f, "sha256").hexdigest()
+        sha = files.sha256(tmp)
         entry = {**meta, "file": target.name, "sha256": sha, "size": tmp.stat().st_size}
         os.replace(tmp, target)
     finally:

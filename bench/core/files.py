@@ -14,6 +14,7 @@ in by renames, so a failure leaves the previous set untouched.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -47,6 +48,13 @@ def write_atomic(path, write: Callable[[IO], None], binary: bool = False,
             raise OSError(err.errno, err.strerror, str(path)) from err
         raise
     return path
+
+
+def sha256(path) -> str:
+    """The sha256 of a file's bytes, read in chunks (record files, evaluation
+    sets and corrupted sets are checked against it)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def write_json(path, obj: Any, *, indent: int | None = 2, sort_keys: bool = True,

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.core.errors import BenchError
+from bench.core import files
 from bench.core.files import read_json, write_json
 
 DONE = "done"
@@ -316,9 +317,7 @@ def datasets_under(root) -> list[str]:
 
 # ---------------------------------------------------------------- verify --
 def file_sum(path: Path) -> dict:
-    with open(path, "rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    return {"sha256": digest, "size": os.path.getsize(path)}
+    return {"sha256": files.sha256(path), "size": os.path.getsize(path)}
 
 
 def verify(path) -> str | None:

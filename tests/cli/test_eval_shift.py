@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bench.cli.main import main
-from bench.core import store
+from bench.core import files, store
 from bench.core.record import Record
 from bench.datasets import corruptions as C
 from bench.datasets import shift
@@ -66,7 +66,7 @@ def test_data_shift_builds_once_then_run_eval_shift_uses_it(one_corruption, tmp_
     assert list(arrays["severity"]) == [0, 1, 2, 3, 4, 5]
     np.testing.assert_array_equal(arrays["labels"], rec.predictions["test_labels"][:N])
     assert not np.array_equal(arrays["logits"][5], arrays["logits"][0])
-    assert rec.evals["shift"]["set_sha256"] == shift.sha256_file(built[0])
+    assert rec.evals["shift"]["set_sha256"] == files.sha256(built[0])
     assert built[0].stat().st_mtime_ns == mtime  # the run read the built set
 
 

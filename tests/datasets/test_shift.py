@@ -165,18 +165,18 @@ def test_a_built_set_is_found_without_decoding_or_hashing_again(tiny_path, monke
     the lookup decodes no image and reads no array byte to hash it."""
     root, _ = tiny_path
     first = get(root)
-    real, real_sha = shift.source, shift.sha256_file
+    real, real_sha = shift.source, shift.files.sha256
 
     def no(*a, **k):
         raise AssertionError("decoded or hashed again")
 
     monkeypatch.setattr(shift, "source", no)
-    monkeypatch.setattr(shift, "sha256_file", no)
+    monkeypatch.setattr(shift.files, "sha256", no)
     again = get(root)
     assert again.path == first.path and again.digest == first.digest
     np.testing.assert_array_equal(again.labels, first.labels)
     # the source file rewritten: decoded again (its digest is not trusted)
-    monkeypatch.setattr(shift, "sha256_file", real_sha)
+    monkeypatch.setattr(shift.files, "sha256", real_sha)
     decoded = []
     monkeypatch.setattr(shift, "source", lambda *a: decoded.append(1) or real(*a))
     arrays = np.load(root / "pathmnist.npz")
