@@ -14,6 +14,7 @@ from bench.core.config import apply_overrides
 from bench.core.paper import METHOD_NAMES
 from bench.core.settings import hashed, validate
 from bench.core.registry import Registry
+from bench.core.transfer import h2d
 
 if TYPE_CHECKING:  # annotations only: registering a method needs no torch
     import torch
@@ -72,9 +73,24 @@ class Method:
     def setup(self, num_classes: int, seed: int) -> None:
         """Called once before training (e.g. to draw per-head class weights)."""
 
-    def batch(self, x: torch.Tensor, y: torch.Tensor, gen: torch.Generator):
-        """Training batch -> (inputs, target). `target` is whatever `loss` takes."""
+    def draw(self, n: int, gen: torch.Generator) -> dict:
+        """The random numbers one training step of n images needs, drawn from
+        `gen` on the host (tensors by name; {} for a method that draws nothing).
+        The graph-safe step (bench.train.graphstep) draws a whole epoch's steps
+        at once, in step order, and stages them on the device."""
+        return {}
+
+    def staged_batch(self, x: torch.Tensor, y: torch.Tensor, draws: dict):
+        """Training batch -> (inputs, target) given this step's `draw()`, on
+        x's device. `target` is whatever `loss` takes."""
         return x, y
+
+    def batch(self, x: torch.Tensor, y: torch.Tensor, gen: torch.Generator):
+        """Training batch -> (inputs, target): this step's draws, then
+        staged_batch. A method that draws in an override of `batch` instead
+        still trains, by the per-step path (bench.train.graphstep.eager_reason)."""
+        draws = {k: h2d(v, x.device) for k, v in self.draw(len(y), gen).items()}
+        return self.staged_batch(x, y, draws)
 
     def loss(self, logits: torch.Tensor, target: Any) -> torch.Tensor:
         raise NotImplementedError

@@ -42,19 +42,28 @@ class Mixup(Method):
     Params = MixupParams
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
-    def batch(self, x, y, gen):
+    def draw(self, n, gen):
+        """lam and the pairing permutation, in that order from `gen`. lam and
+        1 - lam are taken in float64 (a Python float's arithmetic) and rounded
+        to float32 once: what multiplying a float32 tensor by the Python float
+        does, so a staged step and a per-step one compute the same bits."""
         import torch
 
         lam = draw_lambda(self.params.alpha, gen)
-        perm = h2d(torch.randperm(len(y), generator=gen), y.device)
-        return lam * x + (1 - lam) * x[perm], (y, y[perm], lam)
+        return {"lam": torch.tensor([lam, 1.0 - lam], dtype=torch.float64).float(),
+                "perm": torch.randperm(n, generator=gen)}
+
+    def staged_batch(self, x, y, draws):
+        lam, rest = draws["lam"].unbind()
+        perm = draws["perm"]
+        return lam * x + rest * x[perm], (y, y[perm], lam, rest)
 
     def loss(self, logits, target):
         import torch.nn.functional as F
 
-        y_a, y_b, lam = target
+        y_a, y_b, lam, rest = target
         z = logits[:, 0]
-        return lam * F.cross_entropy(z, y_a) + (1 - lam) * F.cross_entropy(z, y_b)
+        return lam * F.cross_entropy(z, y_a) + rest * F.cross_entropy(z, y_b)
 
 
 @METHODS.register("mixup", "mixup, Beta(0.2, 0.2), convex mix of the two CE terms")

@@ -81,7 +81,7 @@ def test_mixup_loss_gradient_closed_form():
     z, y = rand_case(4)
     y_b, lam = y.flip(0), 0.3
     expected = (np_probs(z) - lam * onehot(y) - (1 - lam) * onehot(y_b)) / B
-    np.testing.assert_allclose(grad_of(create_method("mixup"), z, (y, y_b, lam)), expected,
+    np.testing.assert_allclose(grad_of(create_method("mixup"), z, (y, y_b, lam, 1 - lam)), expected,
                                atol=1e-12)
 
 
