@@ -114,6 +114,14 @@ class TrainConfig:
     compile_mode: str = setting(
         "default", "torch.compile mode, e.g. default | reduce-overhead",
         choices=compile_modes, choices_text="torch.compile's modes", in_hash=False)
+    # The graph-safe step (bench/train/graphstep.py): every per-step draw made
+    # per epoch, augmentation by masks, lr and losses as device tensors; on
+    # CUDA captured once as a CUDA graph and replayed. Bit for bit the
+    # per-step path on the CPU, so it is a speed switch, not in the hash.
+    graph: str = setting(
+        "auto", "graph-safe training step: auto (CUDA: one captured CUDA graph per step; "
+        "CPU: the per-step path) | true (also on the CPU, uncaptured) | false (per-step path)",
+        choices=("auto", "true", "false"), in_hash=False)
     # cuDNN times its convolution algorithms once per shape and keeps the
     # fastest. Off = cuDNN's heuristic choice: slower, but the same algorithm
     # every run.

@@ -149,6 +149,22 @@ class FusedStepper:
     def train_mode(self) -> None:
         self.fm.train(True)
 
+    def normalise(self, x: torch.Tensor) -> torch.Tensor:
+        return normalise(x)
+
+    def functional(self):
+        """(params, buffers, loss_fn) of the graph-safe step (bench.train.graphstep):
+        the stacked tensors and fused_step's loss, summed over members."""
+        fm, methods, cfg = self.fm, self.methods, self.cfg
+
+        def loss_fn(params, buffers, batches):
+            with autocast(self.device, cfg.bf16):
+                logits = fm._forward(params, buffers, torch.stack([b[0] for b in batches]))
+                losses = torch.stack([m.loss(logits[s], b[1])
+                                      for s, (m, b) in enumerate(zip(methods, batches))])
+            return losses.sum(), losses.detach()
+        return fm.params, fm.buffers, loss_fn
+
     def step(self, x, y, idxs: tuple, lr: float) -> torch.Tensor:
         """One SGD step of every member at `lr`; member s trains on x[idxs[s]]."""
         set_lr(self.opt, lr)

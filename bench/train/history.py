@@ -20,8 +20,9 @@ class History:
 
     def epoch(self, cycle: int, epoch: int, losses: list, lr: float) -> None:
         """`losses`: the epoch's step losses (scalars, or one per member);
-        read after the loop's finite check, so this adds no extra sync point."""
-        if not losses:
+        read after the loop's finite check, so this adds no extra sync point.
+        A [steps, members] tensor (the graph-safe step's) reads the same."""
+        if len(losses) == 0:
             return
         means = torch.stack(losses).reshape(len(losses), -1).float().mean(0).tolist()
         for s, mean in enumerate(means):

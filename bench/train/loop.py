@@ -28,9 +28,10 @@ from bench.core.config import TrainConfig, validate
 from bench.core.schedule import cosine_lr, steps_per_epoch
 from bench.core.errors import BenchError
 from bench.train.history import History
-from bench.train.resume import rng_state, set_rng_state
 from bench.train.protocol import checkpoint_auc, set_deterministic, to_model_size
 from bench.core.transfer import h2d
+from bench.train.graphstep import GraphRunner, eager_reason, single_loss_fn
+from bench.train.resume import rng_state, say, set_rng_state
 
 # ImageNet statistics on the 0..255 scale, so normalisation is one fused op.
 MEAN255 = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
@@ -122,8 +123,9 @@ def train_step(model, method, opt, x, y, gen, cfg: TrainConfig,
 def check_finite(losses: list, first_step: int, cycle: int, epoch: int, lr: float) -> None:
     """Raise NonFiniteLoss naming the first bad step. Checked once per epoch:
     a per-step `.item()` would stall the GPU queue every step. A step's loss
-    may be a vector (one per fused seed)."""
-    if not losses:
+    may be a vector (one per fused seed); `losses` a list of them or a
+    [steps, members] tensor (the graph-safe step's buffer)."""
+    if len(losses) == 0:
         return
     ok = torch.isfinite(torch.stack(losses).reshape(len(losses), -1))
     if not bool(ok.all()):
@@ -172,9 +174,19 @@ class SingleStepper:
         self.model, self.step_model = prepare_model(model, cfg, self.device)
         self.opt = make_sgd(self.model.parameters(), cfg)
         self.size, self.name = 1, f"seed {seed}"
+        self.methods, self.aug_gens = [method], [self.aug_gen]  # the graph-safe step's view
 
     def train_mode(self) -> None:
         self.model.train()
+
+    def normalise(self, x: torch.Tensor) -> torch.Tensor:
+        return normalise(x, self.cfg.channels_last)
+
+    def functional(self):
+        """(params, buffers, loss_fn) of the graph-safe step (bench.train.graphstep):
+        the model's own tensors, updated in place."""
+        return (dict(self.model.named_parameters()), dict(self.model.named_buffers()),
+                single_loss_fn(self.model, self.method, self.cfg, autocast))
 
     def step(self, x, y, idxs: tuple, lr: float) -> torch.Tensor:
         """One SGD step at learning rate `lr` on x[idxs[0]] (indices on the host)."""
@@ -242,22 +254,27 @@ def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
         history.load_state_dict(saved["history"])
     bar = tqdm(total=cycle_steps * cfg.cycles, initial=step, desc=stepper.name, leave=False,
                disable=not progress, unit="step")
+    runner = graph_runner(stepper, xs["train"], y_train)
     for cycle in range(start, cfg.cycles):
         t0 = time.perf_counter()
         for epoch in range(cfg.epochs_per_cycle):
             stepper.train_mode()
-            losses, first = [], step
+            first = step
             orders = [epoch_batches(len(y_train), cfg.batch_size, g, cfg.drop_last)
                       for g in stepper.gens]
-            for idxs in zip(*orders):
-                lr = cosine_lr(step, cycle_steps, cfg.lr, cfg.eta_min)
-                losses.append(stepper.step(xs["train"], y_train, idxs, lr))
-                step, seen = step + 1, seen + len(idxs[0])
+            lrs = [cosine_lr(step + t, cycle_steps, cfg.lr, cfg.eta_min)
+                   for t in range(len(orders[0]))]
+
+            def tick(loss):
+                nonlocal step
+                step += 1
                 bar.update()
                 if on_step is not None:
-                    on_step(step, losses[-1])
+                    on_step(step, loss)
+            losses = run_epoch(stepper, runner, xs["train"], y_train, orders, lrs, tick)
+            seen += sum(len(i) for i in orders[0])
             check_finite(losses, first, cycle, epoch, cfg.lr)
-            history.epoch(cycle, epoch, losses, lr)
+            history.epoch(cycle, epoch, losses, lrs[-1] if lrs else cfg.lr)
         sync(device)
         seconds += time.perf_counter() - t0
         val = stepper.predict(xs["val"])
@@ -274,6 +291,31 @@ def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
     for s, result in enumerate(results):
         result.history = history.member(s)
     return results
+
+
+def graph_runner(stepper, x: torch.Tensor, y: torch.Tensor):
+    """The stepper's GraphRunner (bench.train.graphstep), or None for the
+    per-step path; a run that asked for the graph step and cannot have it
+    says why in one line (its log, in a sweep)."""
+    reason = eager_reason(stepper.methods, stepper.cfg, stepper.device)
+    if reason is None:
+        return GraphRunner(stepper, x, y, say)
+    if not reason.startswith(("graph=false", "graph=auto on a CPU")):
+        say(f"training step per step, not graph-safe: {reason}")
+    return None
+
+
+def run_epoch(stepper, runner, x, y, orders: list, lrs: list, tick):
+    """One epoch's steps: through the graph runner, or one stepper.step per
+    batch; `tick(loss)` after each. Returns the step losses (a list, or a
+    [steps, members] tensor): what check_finite and History read."""
+    if runner is not None:
+        return runner.run_epoch(orders, lrs, tick)
+    losses = []
+    for idxs, lr in zip(zip(*orders), lrs):
+        losses.append(stepper.step(x, y, idxs, lr))
+        tick(losses[-1])
+    return losses
 
 
 def restore(stepper, saved: dict) -> tuple:

@@ -56,6 +56,11 @@ def say_to(log):
         _say.pop()
 
 
+def say(text: str) -> None:
+    """One line to wherever `say_to` points (stderr outside a sweep)."""
+    _say[-1](text)
+
+
 def rng_state() -> dict:
     """Every process-wide generator a run may draw from."""
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None

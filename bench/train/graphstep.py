@@ -1,0 +1,260 @@
+"""The graph-safe training step: a whole epoch's random numbers drawn at its
+start, the step reading them on the device, captured as one CUDA graph.
+
+At batch 8 a step is about a thousand small kernel launches, each queued by
+Python: on a GPU the host is the bottleneck. This step takes every per-step
+decision off the host:
+
+- **Draws per epoch** (`draw_epoch`). Batch order, each image's augmentation
+  op / magnitude / sign, a method's draws (mixup's lambda and permutation)
+  and the learning rate of every step are drawn or computed at the epoch's
+  start from the same seeded generators, in the same order as the per-step
+  path draws them (bench.train.loop.train_step), and copied to the device
+  once (`Stage`). The step reads row `counter` of each (a device tensor it
+  increments itself).
+- **Masks, not groups**: augmentation by bench.train.maskaug (every op on
+  every image, chosen per image).
+- **Tensors, not floats**: gradients by torch.func (no `.grad` fields to
+  zero), one fused SGD update taking the staged lr as a tensor, the loss
+  written into a device buffer that the loop checks once per epoch.
+
+On the CPU the step is bit for bit the per-step path (the same kernels on the
+same numbers; tests/train/test_graphstep.py), so a run's config hash and its
+records do not depend on it. On CUDA, `GraphRunner` captures it once per batch
+shape (torch.cuda.graph) after warm-up steps on a side stream and replays it;
+where capture fails it says so in one line and steps eagerly.
+"""
+from __future__ import annotations
+
+import torch
+from torch.func import functional_call, grad_and_value
+
+from bench.core.config import TrainConfig
+from bench.train.augment import sample_params
+from bench.train.maskaug import apply_masked, derive
+from bench.train.protocol import to_model_size
+from bench.methods.base import Method
+
+WARMUP_STEPS = 3  # eager steps on a side stream before capture (cuDNN, allocator, lazy init)
+
+
+def eager_reason(methods: list, cfg: TrainConfig, device: torch.device) -> str | None:
+    """Why a run takes the per-step path instead of the graph-safe step, or
+    None. `graph=auto` means the graph-safe step on CUDA only (on the CPU both
+    give the same numbers and the per-step path does less work)."""
+    if cfg.graph == "false":
+        return "graph=false"
+    if cfg.graph == "auto" and device.type != "cuda":
+        return "graph=auto on a CPU"
+    if cfg.compile:
+        return "compile=true (torch.compile's own graphs: compile_mode=reduce-overhead)"
+    if cfg.augment and cfg.augment_mode != "batched":
+        return f"augment_mode={cfg.augment_mode} (torchvision's transform draws inside the step)"
+    for m in methods:
+        if type(m).batch is not Method.batch and type(m).draw is Method.draw:
+            return (f"method {m.name} draws in batch() (a method stages its draws with "
+                    "draw() and staged_batch(); docs/methods.md)")
+    return None
+
+
+# --------------------------------------------------------------- staging --
+def draw_epoch(orders: list, lrs: list, methods: list, gens: list, aug_gens: list,
+               cfg: TrainConfig, hw: tuple) -> list[dict]:
+    """One dict of host tensors per step: `idx` (every member's batch,
+    concatenated), `lr`, `aug.*` (maskaug.derive's per-image fields) and
+    `m<s>.*` (member s's method draws). Drawn step by step, member by member,
+    from each member's own generators, as the per-step path draws them."""
+    steps = []
+    for t, idxs in enumerate(zip(*orders)):
+        row = {"idx": torch.cat(idxs), "lr": torch.tensor(lrs[t], dtype=torch.float32)}
+        if cfg.augment:
+            draws = [sample_params(len(i), g) for i, g in zip(idxs, aug_gens)]
+            aug = derive(torch.cat([d[0] for d in draws]), torch.cat([d[1] for d in draws]), *hw)
+            row.update({f"aug.{k}": v for k, v in aug.items()})
+        for s, (m, i, g) in enumerate(zip(methods, idxs, gens)):
+            row.update({f"m{s}.{k}": v for k, v in m.draw(len(i), g).items()})
+        steps.append(row)
+    return steps
+
+
+class Stage:
+    """Steps of one batch shape: their draws stacked in device buffers that keep
+    their address from epoch to epoch (a captured graph reads them there), a
+    step counter and a loss buffer [steps, members], all on the device."""
+
+    def __init__(self, device: torch.device, members: int):
+        self.device, self.members = device, members
+        self.bufs: dict = {}
+        self.counter = torch.zeros(1, dtype=torch.long, device=device)
+        self.losses = None
+
+    def load(self, steps: list[dict]) -> None:
+        stacked = {k: torch.stack([s[k] for s in steps]) for k in steps[0]}
+        if set(stacked) != set(self.bufs) or any(
+                v.shape != self.bufs[k].shape for k, v in stacked.items()):
+            self.bufs = {k: torch.empty(v.shape, dtype=v.dtype, device=self.device)
+                         for k, v in stacked.items()}
+            self.losses = torch.zeros(len(steps), self.members, device=self.device)
+        blocking = self.device.type != "cuda"
+        for k, v in stacked.items():  # one copy per field and epoch, queued, not waited for
+            self.bufs[k].copy_(v if blocking else v.pin_memory(), non_blocking=not blocking)
+        self.counter.zero_()
+
+    def read(self) -> dict:
+        """This step's row of every field (no host read: index_select at the counter)."""
+        return {k: v.index_select(0, self.counter).squeeze(0) for k, v in self.bufs.items()}
+
+    def record(self, losses: torch.Tensor) -> None:
+        self.losses.index_copy_(0, self.counter, losses.detach().float().view(1, -1))
+        self.counter.add_(1)
+
+
+# ------------------------------------------------------------------ step --
+class GraphStep:
+    """The graph-safe step of a stepper (bench.train.loop.SingleStepper or
+    bench.train.fused.FusedStepper): the stepper gives its functional model
+    (`functional()` -> params, buffers, loss_fn) and its methods, generators,
+    optimiser and config; this gives `step(stage)`."""
+
+    def __init__(self, stepper, x: torch.Tensor, y: torch.Tensor):
+        self.st, self.x, self.y, self.cfg = stepper, x, y, stepper.cfg
+        self.params, self.buffers, self.loss_fn = stepper.functional()
+        self.names = list(self.params)
+        self.momentum = self._momentum_buffers()
+
+    def _momentum_buffers(self) -> list:
+        """SGD's own momentum buffers (in its state, so resume and state_dict see
+        them), made before the first step: zeros give exactly the per-step
+        path's first buffer (0 * momentum + grad = grad)."""
+        if not self.cfg.momentum:
+            return []
+        opt = self.st.opt
+        return [opt.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
+                for p in self.params.values()]
+
+    def batches(self, d: dict) -> list:
+        """Every member's (inputs, target) of this step, on the device."""
+        idx = d["idx"]
+        x, y = self.x.index_select(0, idx), self.y.index_select(0, idx)
+        if self.cfg.augment:
+            x = apply_masked(x, {k[4:]: v for k, v in d.items() if k.startswith("aug.")})
+        x = self.st.normalise(to_model_size(x, self.cfg.image_size))
+        n = len(idx) // self.st.size
+        return [m.staged_batch(xi, yi, {k.split(".", 1)[1]: v for k, v in d.items()
+                                        if k.startswith(f"m{s}.")})
+                for s, (m, xi, yi) in enumerate(zip(self.st.methods, x.split(n), y.split(n)))]
+
+    def step(self, stage: Stage) -> None:
+        """One SGD step of every member on the stage's current row."""
+        d = stage.read()
+        grads, (_, losses) = grad_and_value(self.loss_fn, has_aux=True)(
+            self.params, self.buffers, self.batches(d))
+        sgd_update(list(self.params.values()), [grads[k] for k in self.names], self.momentum,
+                   d["lr"], self.cfg)
+        stage.record(losses)
+
+
+@torch.no_grad()
+def sgd_update(params: list, grads: list, momentum: list, lr: torch.Tensor,
+               cfg: TrainConfig) -> None:
+    """torch.optim.SGD's step (no nesterov, no dampening) with the lr a device
+    tensor, bit for bit: weight decay and momentum by SGD's own per-tensor
+    formulas (constants, so graph-safe; the fused kernel's momentum rounds
+    differently on tensors shorter than a vector register), then p - lr * g by
+    the fused kernel, which gives the bits of p.add_(g, alpha=-lr). The fused
+    kernel pairs elements by position in memory, so a gradient laid out
+    otherwise than its parameter (torch.func gives a vmapped Linear's weight
+    gradient transposed) is copied to the parameter's layout first."""
+    grads = [g if g.stride() == p.stride() else torch.empty_like(p).copy_(g)
+             for p, g in zip(params, grads)]
+    if cfg.weight_decay:
+        grads = torch._foreach_add(grads, params, alpha=cfg.weight_decay)
+    if momentum:
+        torch._foreach_mul_(momentum, cfg.momentum)
+        torch._foreach_add_(momentum, grads, alpha=1.0)
+        grads = momentum
+    torch._fused_sgd_(params, grads, [], weight_decay=0.0, momentum=0.0, lr=lr, dampening=0.0,
+                      nesterov=False, maximize=False, is_first_step=False)
+
+
+def single_loss_fn(model, method, cfg: TrainConfig, autocast):
+    """loss_fn(params, buffers, batches) -> (loss, losses [1]) of one plain model."""
+    def loss_fn(params, buffers, batches):
+        (x, target), = batches
+        with autocast(x.device, cfg.bf16):
+            loss = method.loss(functional_call(model, (params, buffers), (x,)), target)
+        return loss, loss.detach().view(1)
+    return loss_fn
+
+
+# ---------------------------------------------------------------- runner --
+class GraphRunner:
+    """A stepper's epochs through the graph-safe step: draw and stage the
+    epoch, then per step the step itself (CPU) or its CUDA graph's replay,
+    captured per batch shape after WARMUP_STEPS eager steps on a side stream
+    (those are real training steps). `say(text)`: where a failed capture is
+    reported (the run's log in a sweep)."""
+
+    def __init__(self, stepper, x: torch.Tensor, y: torch.Tensor, say):
+        self.st, self.gs, self.say = stepper, GraphStep(stepper, x, y), say
+        self.hw = tuple(x.shape[-2:])
+        self.capture = stepper.device.type == "cuda"
+        self.stages: dict = {}  # batch length -> Stage
+        self.graphs: dict = {}  # batch length -> CUDAGraph, or None once capture failed
+        self.warm: dict = {}  # batch length -> eager warm-up steps taken
+
+    def run_epoch(self, orders: list, lrs: list, tick) -> list:
+        """Train one epoch; `tick(loss_row)` after each step. Returns the
+        epoch's step losses, one [members] row each (copies: the buffers are
+        reused), as the per-step path returns them."""
+        st = self.st
+        steps = draw_epoch(orders, lrs, st.methods, st.gens, st.aug_gens, st.cfg, self.hw)
+        sizes = [len(i) for i in orders[0]]
+        out = []
+        for n in dict.fromkeys(sizes):  # full batches, then a ragged last one
+            rows = [s for s, size in zip(steps, sizes) if size == n]
+            stage = self.stages.setdefault(n, Stage(st.device, st.size))
+            stage.load(rows)
+            for i in range(len(rows)):
+                self._one(n, stage)
+                tick(stage.losses[i])
+            out.append(stage.losses.clone())
+        return list(torch.cat(out).unbind(0))
+
+    def _one(self, n: int, stage: Stage) -> None:
+        if not self.capture or self.graphs.get(n, False) is None:
+            self.gs.step(stage)
+        elif n not in self.graphs and self.warm.get(n, 0) < WARMUP_STEPS:
+            self._side_stream_step(stage)
+            self.warm[n] = self.warm.get(n, 0) + 1
+        else:
+            if n not in self.graphs:
+                self.graphs[n] = self._capture(stage)
+            if self.graphs[n] is None:
+                self.gs.step(stage)
+            else:
+                self.graphs[n].replay()
+
+    def _side_stream_step(self, stage: Stage) -> None:
+        side = torch.cuda.Stream(self.st.device)
+        side.wait_stream(torch.cuda.current_stream(self.st.device))
+        with torch.cuda.stream(side):
+            self.gs.step(stage)
+        torch.cuda.current_stream(self.st.device).wait_stream(side)
+
+    def _capture(self, stage: Stage):
+        """The step as a CUDA graph (recorded, not run), or None with one line said."""
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                self.gs.step(stage)
+        except Exception as err:  # noqa: BLE001 - any failure falls back to stepping
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            self.say(f"CUDA graph capture failed ({type(err).__name__}: {first}); "
+                     "training on with the graph-safe step, uncaptured")
+            return None
+        return graph
+
+    def kernels(self) -> dict:
+        """Captured graphs by batch length (bench.speed.capture counts their nodes)."""
+        return {n: g for n, g in self.graphs.items() if g is not None}
