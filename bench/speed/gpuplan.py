@@ -112,7 +112,8 @@ def plan(s: Settings) -> list[Job]:
     order = []
     if "pathmnist" in s.datasets and 4 in s.heads:
         order += [(("pathmnist", headline_backbone(s.backbones)), st, 4, v)
-                  for v in ("bf16", "fp32") for st in ("single", "seeds") if st in s.strategies]
+                  for v in ("bf16", "fp32", "eager") for st in ("single", "seeds")
+                  if st in s.strategies]
     top = max(s.heads)
     if s.compile:  # asked for: compiled steps (CUDA graphs too) of the headline cell next
         cell = (("pathmnist", headline_backbone(s.backbones)) if "pathmnist" in s.datasets

@@ -83,11 +83,13 @@ def group_members(strategy: str, heads: int, seeds: int) -> tuple:
     return (METHOD_FOR_HEADS[heads],) * n
 # --set switches per variant; the fused path has no channels_last. "graphs" is
 # torch.compile's reduce-overhead mode: the step replayed from CUDA graphs.
-VARIANTS = {"fp32": (), "bf16": ("bf16=true",),
+# fp32 / bf16 train through the loop's default step: on CUDA the graph-safe step
+# captured as a CUDA graph (bench.train.graphstep); "eager" is the per-step path.
+VARIANTS = {"fp32": (), "bf16": ("bf16=true",), "eager": ("graph=false",),
             "bf16_cl": ("bf16=true", "channels_last=true"),
             "compile": ("bf16=true", "channels_last=true", "compile=true"),
             "graphs": ("bf16=true", "compile=true", "compile_mode=reduce-overhead")}
-FUSED_VARIANTS = ("fp32", "bf16", "compile", "graphs")
+FUSED_VARIANTS = ("fp32", "bf16", "eager", "compile", "graphs")
 
 
 def job_sizes(members: int, steps: int, eval_images: int, eval_batch: int) -> tuple:

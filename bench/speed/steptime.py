@@ -25,7 +25,7 @@ from bench.core.errors import BenchError
 from bench.train.fused import FusedStepper
 from bench.methods.base import create_method
 from bench.core.schedule import cosine_lr
-from bench.train.loop import SingleStepper, epoch_batches, normalise, sync
+from bench.train.loop import SingleStepper, epoch_batches, graph_runner, normalise, sync
 
 
 class OutOfBudget(BenchError):
@@ -175,11 +175,18 @@ def stepper(job: Job, base, methods: list, x, y, device):
     else:
         st = FusedStepper([copy.deepcopy(base) for _ in methods], methods, cfg,
                           list(range(len(methods))), device)
-    orders = [epoch_batches(len(y), cfg.batch_size, g) for g in st.gens]
+    orders = [epoch_batches(len(y), cfg.batch_size, g, drop_last=True) for g in st.gens]
+    lrs = [cosine_lr(i, 10_000, cfg.lr, cfg.eta_min) for i in range(len(orders[0]))]
     st.train_mode()
+    runner = graph_runner(st, x, y)  # the loop's own choice: captured on CUDA by default
+    if runner is not None:  # the timed steps are one staged epoch
+        (n, stage, _), = runner.stage_epoch(orders, lrs)
 
-    def run_step(i):
-        st.step(x, y, tuple(o[i] for o in orders), cosine_lr(i, 10_000, cfg.lr, cfg.eta_min))
+        def run_step(i):
+            runner.step(n, stage)
+    else:
+        def run_step(i):
+            st.step(x, y, tuple(o[i] for o in orders), lrs[i])
 
     def evaluate(images):
         st.predict(images)

@@ -207,21 +207,31 @@ class GraphRunner:
         """Train one epoch; `tick(loss_row)` after each step. Returns the
         epoch's step losses, one [members] row each (copies: the buffers are
         reused), as the per-step path returns them."""
-        st = self.st
-        steps = draw_epoch(orders, lrs, st.methods, st.gens, st.aug_gens, st.cfg, self.hw)
-        sizes = [len(i) for i in orders[0]]
         out = []
-        for n in dict.fromkeys(sizes):  # full batches, then a ragged last one
-            rows = [s for s, size in zip(steps, sizes) if size == n]
-            stage = self.stages.setdefault(n, Stage(st.device, st.size))
-            stage.load(rows)
-            for i in range(len(rows)):
-                self._one(n, stage)
+        for n, stage, count in self.stage_epoch(orders, lrs):
+            for i in range(count):
+                self.step(n, stage)
                 tick(stage.losses[i])
             out.append(stage.losses.clone())
         return list(torch.cat(out).unbind(0))
 
-    def _one(self, n: int, stage: Stage) -> None:
+    def stage_epoch(self, orders: list, lrs: list) -> list:
+        """Draw and stage an epoch: [(batch length, its Stage, its steps)], full
+        batches first, then a ragged last one (drop_last=false)."""
+        st = self.st
+        steps = draw_epoch(orders, lrs, st.methods, st.gens, st.aug_gens, st.cfg, self.hw)
+        sizes = [len(i) for i in orders[0]]
+        out = []
+        for n in dict.fromkeys(sizes):
+            rows = [s for s, size in zip(steps, sizes) if size == n]
+            stage = self.stages.setdefault(n, Stage(st.device, st.size))
+            stage.load(rows)
+            out.append((n, stage, len(rows)))
+        return out
+
+    def step(self, n: int, stage: Stage) -> None:
+        """The stage's next step: eager (CPU, a failed capture), an eager
+        warm-up on a side stream, or the captured graph's replay."""
         if not self.capture or self.graphs.get(n, False) is None:
             self.gs.step(stage)
         elif n not in self.graphs and self.warm.get(n, 0) < WARMUP_STEPS:

@@ -15,6 +15,7 @@ heartbeats), and bench.speed.steptime times the stepper's `step`.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -88,8 +89,11 @@ def normalise(x: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
 
 
 def autocast(device: torch.device, bf16: bool):
-    """bf16 autocast when asked (CPU and CUDA both support it), else a no-op."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
+    """bf16 autocast when asked (CPU and CUDA both support it), else a no-op
+    (also on the meta device, where bench.speed.capture counts a step's operations)."""
+    if not bf16:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
 # -------------------------------------------------------------- evaluation --

@@ -138,12 +138,13 @@ def test_peak_fraction_strings():
 def test_plan_puts_the_headline_first_and_uses_real_shapes():
     jobs = G.plan(G.Settings(device="cpu"))
     keys = [G.job_key(j) for j in jobs]
-    assert keys[:4] == [f"pathmnist|resnet50|4h|{run}|{v}" for v in ("bf16", "fp32")
+    # the default step (captured on CUDA) in bf16 and fp32, then the per-step path
+    assert keys[:6] == [f"pathmnist|resnet50|4h|{run}|{v}" for v in ("bf16", "fp32", "eager")
                         for run in ("single|x1", "fused|x5")]
     assert len(keys) == len(set(keys))  # methods' 4-head group == the 4hml seed group
     # next, bf16 single runs and seed groups of all 9 cells at 4 heads: with the
     # headline's they complete both projections before any method group starts
-    nxt = jobs[4:20]
+    nxt = jobs[6:22]
     assert {(j.heads, j.variant, j.members) for j in nxt} == {(4, "bf16", 1), (4, "bf16", 5)}
     cells = {(j.dataset, j.backbone, j.members) for j in jobs[:2] + nxt}
     assert len(cells) == 18
@@ -301,9 +302,9 @@ def test_results_file_is_written_after_every_job(tmp_path, monkeypatch):
 def test_compile_times_the_headline_cell_compiled_and_graphed_right_after_the_headline():
     jobs = G.plan(G.Settings(device="cpu", compile=True))
     keys = [G.job_key(j) for j in jobs]
-    assert keys[4:8] == [f"pathmnist|resnet50|4h|{run}|{v}" for v in ("compile", "graphs")
+    assert keys[6:10] == [f"pathmnist|resnet50|4h|{run}|{v}" for v in ("compile", "graphs")
                          for run in ("single|x1", "fused|x5")]
-    graphs = jobs[7].cfg
+    graphs = jobs[9].cfg
     assert graphs.compile and graphs.compile_mode == "reduce-overhead" and graphs.bf16
     plain = [G.job_key(j) for j in G.plan(G.Settings(device="cpu"))]
     assert not any("compile" in k or "graphs" in k for k in plain)
