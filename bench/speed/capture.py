@@ -1,0 +1,228 @@
+"""Can the whole training step be captured as one graph? The proof, case by case.
+
+    python -m bench.speed.capture [--device cpu|cuda] [--backbone smallcnn] [--size 28]
+                                  [--steps 6] [--cases all]
+
+A step can be captured (one CUDA graph, replayed) only if it asks nothing of
+the host: no host-to-device copy, no computation on host tensors, no scalar
+read back, no host value that changes from step to step, and nothing that
+stops a tracer. For every built-in method trained alone, and for fused groups
+(the one-head methods mixed, the two-head methods, three 4HML seeds), this
+runs the graph-safe step (bench.train.graphstep) and prints one line a case:
+
+- breaks: graph breaks of the whole step (augmentation, forward, loss,
+  gradients, optimiser) under torch._dynamo.explain, on the CPU;
+- h2d, host ops, reads: host-to-device copies, operations on host tensors and
+  scalar reads per step, counted by a TorchDispatchMode. On a CPU the step
+  runs on the meta device for this (everything not on it is the host); on
+  CUDA, on the card. `varying`: host values (Python numbers in operator
+  calls) that differ between two consecutive steps: a capture would freeze them;
+- device ops: operator calls on the device per step (launches, roughly);
+- equal: after --steps steps, parameters, buffers and losses bit for bit those
+  of the per-step path (bench.train.loop's SingleStepper.step /
+  bench.train.fused's FusedStepper.step); on CUDA also the captured replay.
+
+Exit 0 only if every case shows 0 breaks, 0 copies, 0 host ops, 0 reads,
+0 varying and equal. The data are synthetic (random images and labels).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import sys
+from collections import Counter
+
+import torch
+from tabulate import tabulate
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from bench.core.config import PROFILES
+from bench.core.device import check_device
+from bench.core.errors import BenchError
+from bench.methods import create_method, training_methods
+from bench.speed.steptime import synthetic
+from bench.train.backbones import build_model
+from bench.train.fused import FusedStepper
+from bench.train.graphstep import GraphRunner
+from bench.train.loop import SingleStepper, epoch_batches
+
+NUM_CLASSES = 9  # PathMNIST's: enough for 4 multi-loss heads
+COPIES = {"aten._to_copy.default", "aten.copy_.default", "aten.copy.default"}
+READS = {"aten._local_scalar_dense.default", "aten.item.default"}
+SKIP_ON_META = {"aten._fused_sgd_.tensor_lr"}  # no meta kernel: counted, not run
+
+
+def cases() -> dict:
+    """Case name -> the methods of its members (one member: a single run)."""
+    names = [n for n in training_methods() if n in ("sl1h", "ls", "mbls", "mixup", "dca",
+                                                     "focal", "flsd53", "2hsl", "2hml", "4hml")]
+    out = {n: (n,) for n in names}
+    one = tuple(n for n in names if create_method(n).heads == 1)
+    out[f"fused {len(one)} one-head"] = one
+    out["fused 2hsl+2hml"] = ("2hsl", "2hml")
+    out["fused 4hml x3"] = ("4hml",) * 3
+    return out
+
+
+class OpCounter(TorchDispatchMode):
+    """Classifies every operator call of a step by where its tensors live."""
+
+    def __init__(self, device: str):
+        super().__init__()
+        self.device = device
+        self.counts, self.signature = Counter(), []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = str(func)
+        leaves = tree_leaves((args, kwargs))
+        where = {t.device.type for t in leaves if isinstance(t, torch.Tensor)}
+        out = None if self.device == "meta" and name in SKIP_ON_META else func(*args, **kwargs)
+        where |= {t.device.type for t in tree_leaves(out) if isinstance(t, torch.Tensor)}
+        host = bool(where - {self.device})
+        if name in READS:
+            self.counts["reads"] += 1
+        elif host and name in COPIES and self.device in where:
+            self.counts["h2d"] += 1
+        elif host:
+            self.counts["host ops"] += 1
+        else:
+            self.counts["device ops"] += 1
+        self.signature.append((name, tuple(repr(a) for a in leaves
+                                           if not isinstance(a, torch.Tensor))))
+        return out
+
+
+def _members(names: tuple, backbone: str, size: int, cfg, device):
+    torch.manual_seed(0)
+    base = build_model(backbone, size, create_method(names[0]).heads, NUM_CLASSES)[0]
+    methods = []
+    for s, n in enumerate(names):
+        m = create_method(n)
+        m.setup(NUM_CLASSES, s)
+        methods.append(m)
+    if len(names) == 1:
+        return SingleStepper(copy.deepcopy(base), methods[0], cfg, device, seed=0)
+    return FusedStepper([copy.deepcopy(base) for _ in names], methods, cfg,
+                        list(range(len(names))), device)
+
+
+def _orders(stepper, n: int, cfg):
+    orders = [epoch_batches(n, cfg.batch_size, g, drop_last=True) for g in stepper.gens]
+    return orders, [cfg.lr * (1 - 0.01 * i) for i in range(len(orders[0]))]
+
+
+def count_ops(names, backbone, size, cfg, device: str) -> dict:
+    """Per-step operator counts of the graph-safe step (the third of three:
+    the first two warm caches up), and host values that changed from the
+    second step to the third."""
+    where = "meta" if device == "cpu" else device
+    st = _members(names, backbone, size, cfg, where)
+    x = torch.zeros(4 * cfg.batch_size, 3, size, size, dtype=torch.uint8, device=where)
+    y = torch.zeros(4 * cfg.batch_size, dtype=torch.long, device=where)
+    runner = GraphRunner(st, x, y, say=lambda text: None)
+    runner.capture = False  # count the step itself, not a replay
+    (n, stage, _), = runner.stage_epoch(*_orders(st, len(y), cfg))
+    counters = []
+    for _ in range(3):
+        with OpCounter(where) as c:
+            runner.step(n, stage)
+        counters.append(c)
+    varying = sum(a != b for a, b in zip(counters[1].signature, counters[2].signature))
+    varying += abs(len(counters[1].signature) - len(counters[2].signature))
+    return {**{k: counters[2].counts[k] for k in ("h2d", "host ops", "reads", "device ops")},
+            "varying": varying}
+
+
+def graph_breaks(names, backbone, size, cfg) -> int:
+    """Graph breaks of one whole graph-safe step under torch._dynamo.explain (CPU)."""
+    st = _members(names, backbone, size, cfg, "cpu")
+    x, y = synthetic(4 * cfg.batch_size, size, NUM_CLASSES, "cpu")
+    runner = GraphRunner(st, x, y, say=lambda text: None)
+    (n, stage, _), = runner.stage_epoch(*_orders(st, len(y), cfg))
+    runner.step(n, stage)  # lazy state (class weights on the device, kernels) first
+    torch._dynamo.reset()
+    return torch._dynamo.explain(runner.gs.step)(stage).graph_break_count
+
+
+def _state(st) -> list:
+    if isinstance(st, SingleStepper):
+        return [t.detach().clone() for t in st.model.state_dict().values()]
+    return [t.detach().clone() for t in (*st.fm.params.values(), *st.fm.buffers.values())]
+
+
+def equal_to_per_step(names, backbone, size, cfg, device: str, steps: int) -> bool:
+    """`steps` steps of the per-step path, of the graph-safe step and (CUDA)
+    of its captured replay from the same start: every tensor bit for bit."""
+    x, y = synthetic(steps * cfg.batch_size, size, NUM_CLASSES, device)
+    ref = _members(names, backbone, size, cfg, device)
+    ref.train_mode()
+    orders, lrs = _orders(ref, len(y), cfg)
+    losses = [ref.step(x, y, idxs, lr) for idxs, lr in zip(zip(*orders), lrs)]
+    want = _state(ref) + [torch.stack(losses).reshape(len(losses), -1).float()]
+    paths = [False, True] if device != "cpu" else [False]
+    for capture in paths:
+        st = _members(names, backbone, size, cfg, device)
+        st.train_mode()
+        runner = GraphRunner(st, x, y, say=lambda text: print(text, file=sys.stderr))
+        runner.capture = capture
+        got = runner.run_epoch(*_orders(st, len(y), cfg), tick=lambda loss: None)
+        have = _state(st) + [torch.stack(got)]
+        if capture and not runner.kernels():
+            return False  # capture failed: nothing was replayed
+        if not all(torch.equal(a, b) for a, b in zip(have, want)):
+            return False
+    return True
+
+
+def check_case(name, names, s) -> dict:
+    cfg = dataclasses.replace(PROFILES["paper"], graph="true", pretrained=False)
+    row = {"case": name, "members": len(names)}
+    row["breaks"] = graph_breaks(names, s.backbone, s.size, cfg)
+    row.update(count_ops(names, s.backbone, s.size, cfg, s.device))
+    row["equal"] = equal_to_per_step(names, s.backbone, s.size, cfg, s.device, s.steps)
+    row["ok"] = (row["equal"] and not any(row[k] for k in
+                                          ("breaks", "h2d", "host ops", "reads", "varying")))
+    return row
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m bench.speed.capture", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--backbone", default="smallcnn")
+    p.add_argument("--size", type=int, default=28)
+    p.add_argument("--steps", type=int, default=6, help="steps compared bit for bit (>= 5 on "
+                   "CUDA: 3 warm-up steps, then the capture's replays)")
+    p.add_argument("--cases", default="all", help="comma list of case names, or all")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    s = parse_args(argv)
+    try:
+        check_device(s.device)
+        known = cases()
+        chosen = list(known) if s.cases == "all" else s.cases.split(",")
+        bad = [c for c in chosen if c not in known]
+        if bad:
+            raise BenchError(f"--cases {','.join(bad)}: unknown; allowed: all, {', '.join(known)}")
+        if s.steps < 2 or (s.device != "cpu" and s.steps < 5):
+            raise BenchError(f"--steps must be >= 2 (>= 5 on CUDA), got {s.steps}")
+    except BenchError as err:
+        print(f"capture: {err}", file=sys.stderr)
+        return 2
+    rows = [check_case(c, known[c], s) for c in chosen]
+    print(f"graph-safe step, {s.backbone} at {s.size} px, device {s.device}, torch "
+          f"{torch.__version__} (synthetic data)")
+    print(tabulate(rows, headers="keys"))
+    bad = [r["case"] for r in rows if not r["ok"]]
+    print(f"{len(rows) - len(bad)} of {len(rows)} cases capturable and bit-equal"
+          + (f"; failing: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
