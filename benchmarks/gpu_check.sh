@@ -5,7 +5,14 @@
 #     bash benchmarks/gpu_check.sh            # writes to $OUT, else ./gpu_out
 #
 # Steps, each a shell function; STEPS names which run and in what order
-# (default: syncs gpuplan e2e det sidebyside perf):
+# (default: capture graphtime gpuplan e2e):
+#   capture    python -m bench.speed.capture --device cuda --no-explain: per case (every
+#              method alone, fused groups) host copies / host ops / reads per step (0),
+#              and the captured replay == graph-safe eager == the per-step path, bit for
+#              bit, on the card (smallcnn, then ResNet50 for three cases).
+#   graphtime  python -m bench.speed.graphtime: ms/step of the per-step path, the
+#              graph-safe step and its CUDA graph (ResNet50; 28 px with 1, 5, 25 members,
+#              224 px with 1 and 5), 2 and 4 streams, kernels per step, grid hours.
 #   syncs      python -m bench.speed.syncs: host-device synchronisations per training
 #              step of every method, single and fused (expected 0; docs/speed.md).
 #   gpuplan    python -m bench.speed.gpuplan: the harness's step on synthetic data of the
@@ -91,8 +98,13 @@ GPLAN_SLACK="${GPLAN_SLACK:-45}"    # gpuplan's hard limit beyond its budget (im
 for v in SYNC_LIMIT SBS_LIMIT E2E_LIMIT REPORT_LIMIT PERF_LIMIT DET_LIMIT EXTRA_LIMIT SBS_TIMEOUT GPLAN_SLACK; do
     printf -v "$v" '%s' "$(( ${!v} * LIMIT_SCALE ))"
 done
-ALL_STEPS="syncs gpuplan e2e det sidebyside perf extra"
-STEPS="${STEPS:-syncs gpuplan e2e det sidebyside perf}"  # which steps, in this order
+CAPTURE_LIMIT="${CAPTURE_LIMIT:-120}"  # hard limit for bench.speed.capture (both runs)
+CAPTURE_ARGS="${CAPTURE_ARGS:-}"       # extra bench.speed.capture flags (CPU dry run: --steps 2)
+GTIME_BUDGET="${GTIME_BUDGET:-150}"    # bench.speed.graphtime's own budget (seconds)
+GTIME_ARGS="${GTIME_ARGS:-}"           # extra graphtime flags (CPU dry run: a small backbone)
+CAPTURE_LIMIT=$(( CAPTURE_LIMIT * LIMIT_SCALE ))
+ALL_STEPS="capture graphtime syncs gpuplan e2e det sidebyside perf extra"
+STEPS="${STEPS:-capture graphtime gpuplan e2e}"  # which steps, in this order
 export PYTHONUNBUFFERED=1
 
 # The device image has torch, timm, tabulate, tqdm, scikit-learn but not this
@@ -133,6 +145,25 @@ pack
 # Each step is a function; STEPS names which run and in what order (the
 # default puts what the issue's "done when" needs first: a run cut short by
 # the device's limit loses the least important steps).
+step_capture() {
+    echo "== capture: bench.speed.capture --device $DEVICE (limit ${CAPTURE_LIMIT}s)"
+    local cases="4hml,fused 7 one-head,fused 4hml x3"
+    # shellcheck disable=SC2086
+    timeout -k 5 "$CAPTURE_LIMIT" bash -c '"$0" -m bench.speed.capture --device "$1" --no-explain "${@:3}" &&
+        "$0" -m bench.speed.capture --device "$1" --no-explain --backbone resnet50 --cases "$2" "${@:3}"' \
+        "$PY" "$DEVICE" "$cases" $CAPTURE_ARGS 2>&1 | tee "$OUT_DIR/capture.log"
+    echo "capture exit: ${PIPESTATUS[0]}"
+}
+
+step_graphtime() {
+    echo "== graphtime: bench.speed.graphtime (budget ${GTIME_BUDGET}s)"
+    # shellcheck disable=SC2086
+    timeout -k 10 $((GTIME_BUDGET + GPLAN_SLACK)) "$PY" -m bench.speed.graphtime --device "$DEVICE" \
+        --budget-s "$GTIME_BUDGET" --out "$OUT_DIR/graphtime.json" $GTIME_ARGS \
+        2>&1 | tee "$OUT_DIR/graphtime.log"
+    echo "graphtime exit: ${PIPESTATUS[0]}"
+}
+
 step_syncs() {
     echo "== syncs: bench.speed.syncs (limit ${SYNC_LIMIT}s)"
     # shellcheck disable=SC2086

@@ -87,11 +87,12 @@ class FusedModel:
 
 @torch.no_grad()
 def predict_fused(fm: FusedModel, images: torch.Tensor, cfg: TrainConfig) -> np.ndarray:
-    """Per-seed, per-head logits [S, N, M, K], evaluation mode, large batches.
-    A call puts eval_batch_size images through the group in total (each member
-    sees eval_batch_size // S), so 25 members at 224 px fit where one run does."""
+    """Per-seed, per-head logits [S, N, M, K], evaluation mode, large batches:
+    every member sees eval_batch_size images a call, as a run alone does (a
+    call puts S x eval_batch_size images through the group; lower
+    --set eval_batch_size=... where that does not fit)."""
     fm.train(False)
-    chunk = max(1, cfg.eval_batch_size // fm.size)
+    chunk = cfg.eval_batch_size
     with autocast(images.device, cfg.bf16):
         out = [fm(normalise(images[i:i + chunk]), shared_input=True).float()
                for i in range(0, len(images), chunk)]

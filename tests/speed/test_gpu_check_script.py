@@ -19,13 +19,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_STEPS = "syncs gpuplan e2e det sidebyside perf"  # the script's STEPS default
-STEPS = ["syncs", "gpuplan", "e2e", "report", "deterministic=off", "deterministic=on",
-         "sidebyside", "perf fp32", "perf bf16", "extra"]
+DEFAULT_STEPS = "capture graphtime gpuplan e2e"  # the script's STEPS default
+ALL_STEPS = "capture graphtime syncs gpuplan e2e det sidebyside perf"  # the dry run: every one
+STEPS = ["capture", "graphtime", "syncs", "gpuplan", "e2e", "report", "deterministic=off",
+         "deterministic=on", "sidebyside", "perf fp32", "perf bf16", "extra"]
 TINY = {  # docs/speed.md's CPU dry run, smaller still: ~1 min on 2 cores
     "DEVICE": "cpu", "GPLAN_BUDGET": "10", "PERF_STEPS": "2", "PERF_REPEATS": "1",
     "E2E_LIMIT": "240", "REPORT_LIMIT": "120", "PERF_LIMIT": "120", "DET_LIMIT": "120",
-    "SYNC_LIMIT": "120", "SBS_LIMIT": "120",
+    "SYNC_LIMIT": "120", "SBS_LIMIT": "120", "CAPTURE_LIMIT": "240", "GTIME_BUDGET": "20",
+    # two cases, both commands (the GPU run's second is ResNet50; here smallcnn again)
+    "CAPTURE_ARGS": "--steps 2 --size 16 --backbone smallcnn --cases sl1h,mixup",
+    "GTIME_ARGS": "--backbone smallcnn --cells 16:1 --streams 1 --steps 1",
     "SYNC_ARGS": "--backbone smallcnn --size 16 --methods sl1h,4hml",
     # 16 steps a run (1,077 images, batch 64, one epoch), not 268: the step proves
     # both sweeps, the comparison and the report run, not what they measure
@@ -46,9 +50,10 @@ TINY = {  # docs/speed.md's CPU dry run, smaller still: ~1 min on 2 cores
 # the `extra` step, a shell echo, rides along (each start of the script costs
 # seconds of torch imports): its limit must come out multiplied by LIMIT_SCALE
 EXTRA = {"EXTRA_CMD": "echo extra ran", "EXTRA_LIMIT": "30"}
-LIMITS = ("SYNC_LIMIT", "E2E_LIMIT", "REPORT_LIMIT", "SBS_LIMIT", "PERF_LIMIT", "PERF_LIMIT",
+LIMITS = ("CAPTURE_LIMIT", "SYNC_LIMIT", "E2E_LIMIT", "REPORT_LIMIT", "SBS_LIMIT", "PERF_LIMIT", "PERF_LIMIT",
           "DET_LIMIT", "DET_LIMIT")  # each step's hard limit (perf and det run twice)
-SLACK = 45 + 40  # the script's own: gpuplan's beyond its budget, sidebyside's wait
+SLACK = 45 + 40 + 20 + 45  # the script's own: gpuplan's beyond its budget, sidebyside's
+# wait, graphtime's budget and its slack
 
 
 def limit_scale() -> int:
@@ -67,7 +72,7 @@ def dry_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gpu_check")
     scale = limit_scale()
     env = {**os.environ, **TINY, **EXTRA, "OUT": str(tmp / "out"), "PYTHON": sys.executable,
-           "LIMIT_SCALE": str(scale), "STEPS": f"{DEFAULT_STEPS} extra"}
+           "LIMIT_SCALE": str(scale), "STEPS": f"{ALL_STEPS} extra"}
     most = scale * (sum(int(TINY[k]) for k in LIMITS) + int(TINY["GPLAN_BUDGET"]) + SLACK
                     + int(EXTRA["EXTRA_LIMIT"]) + 120)
     done = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh")], env=env,
@@ -107,6 +112,8 @@ def test_every_step_runs_and_one_tarball_comes_back(dry_run):
     assert "2 runs in both, 0 in one only" in (back / "e2e.log").read_text()
     assert (back / "e2e" / "report" / "report.md").is_file()
     assert "torch" in (back / "env.txt").read_text()
-    for name in ("gpuplan.json", "sidebyside.json", "det_off.json", "det_on.json"):
+    assert "2 of 2 cases capturable and bit-equal" in (back / "capture.log").read_text()
+    for name in ("gpuplan.json", "sidebyside.json", "det_off.json", "det_on.json",
+                 "graphtime.json"):
         assert (back / name).stat().st_size > 0, name
     assert not list(back.rglob("predictions.npz"))  # kept small for the trip back
