@@ -20,7 +20,9 @@ runs the graph-safe step (bench.train.graphstep) and prints one line a case:
 - device ops: operator calls on the device per step (launches, roughly);
 - equal: after --steps steps, parameters, buffers and losses bit for bit those
   of the per-step path (bench.train.loop's SingleStepper.step /
-  bench.train.fused's FusedStepper.step); on CUDA also the captured replay.
+  bench.train.fused's FusedStepper.step), cuDNN deterministic;
+- replay (CUDA): the captured graph's replays bit for bit the graph-safe step
+  run eagerly.
 
 Exit 0 only if every case shows 0 breaks, 0 copies, 0 host ops, 0 reads,
 0 varying and equal. The data are synthetic (random images and labels).
@@ -78,9 +80,11 @@ class OpCounter(TorchDispatchMode):
         kwargs = kwargs or {}
         name = str(func)
         leaves = tree_leaves((args, kwargs))
-        where = {t.device.type for t in leaves if isinstance(t, torch.Tensor)}
         out = None if self.device == "meta" and name in SKIP_ON_META else func(*args, **kwargs)
-        where |= {t.device.type for t in tree_leaves(out) if isinstance(t, torch.Tensor)}
+        # where the data live; a zero-element tensor holds none (an op's empty
+        # placeholder output allocated on the host computes and copies nothing)
+        where = {t.device.type for t in (*leaves, *tree_leaves(out))
+                 if isinstance(t, torch.Tensor) and (t.numel() or t.device.type == self.device)}
         host = bool(where - {self.device})
         if name in READS:
             self.counts["reads"] += 1
@@ -153,42 +157,52 @@ def _state(st) -> list:
     return [t.detach().clone() for t in (*st.fm.params.values(), *st.fm.buffers.values())]
 
 
-def equal_to_per_step(names, backbone, size, cfg, device: str, steps: int) -> bool:
+def equal_to_per_step(names, backbone, size, cfg, device: str, steps: int) -> dict:
     """`steps` steps of the per-step path, of the graph-safe step and (CUDA)
-    of its captured replay from the same start: every tensor bit for bit."""
+    of its captured replay from the same start. -> {"equal": the graph-safe
+    step's tensors bit for bit the per-step path's, "replay": (CUDA) the
+    replay's bit for bit the graph-safe step's, else None}."""
     x, y = synthetic(steps * cfg.batch_size, size, NUM_CLASSES, device)
     ref = _members(names, backbone, size, cfg, device)
+    deterministic_cudnn()
     ref.train_mode()
     orders, lrs = _orders(ref, len(y), cfg)
     losses = [ref.step(x, y, idxs, lr) for idxs, lr in zip(zip(*orders), lrs)]
     want = _state(ref) + [torch.stack(losses).reshape(len(losses), -1).float()]
-    paths = [False, True] if device != "cpu" else [False]
-    for capture in paths:
+    got = {}
+    for capture in ([False, True] if device != "cpu" else [False]):
         st = _members(names, backbone, size, cfg, device)
+        deterministic_cudnn()
         st.train_mode()
         runner = GraphRunner(st, x, y, say=lambda text: print(text, file=sys.stderr))
         runner.capture = capture
-        got = runner.run_epoch(*_orders(st, len(y), cfg), tick=lambda loss: None)
-        have = _state(st) + [torch.stack(got)]
-        if capture and not runner.kernels():
-            return False  # capture failed: nothing was replayed
-        if not all(torch.equal(a, b) for a, b in zip(have, want)):
-            return False
-    return True
+        losses = runner.run_epoch(*_orders(st, len(y), cfg), tick=lambda loss: None)
+        got[capture] = _state(st) + [torch.stack(losses)] if not capture or runner.kernels() \
+            else None  # capture failed: nothing was replayed
+    same = (lambda a, b: a is not None and all(torch.equal(u, v) for u, v in zip(a, b)))
+    return {"equal": same(got[False], want),
+            "replay": same(got[True], got[False]) if True in got else None}
+
+
+def deterministic_cudnn() -> None:
+    """cuDNN's algorithm fixed and deterministic, so that two runs of the same
+    step compute the same bits on CUDA (set after a stepper is built: building
+    one applies its config's backend switches)."""
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
 
 
 def check_case(name, names, s) -> dict:
-    # cuDNN's own choice of algorithm may differ between two runs: fixed, so
-    # that the per-step and graph-safe steps run the same kernels on CUDA
     cfg = dataclasses.replace(PROFILES["paper"], graph="true", pretrained=False,
                               cudnn_benchmark=False)
-    torch.backends.cudnn.deterministic = True
     row = {"case": name, "members": len(names)}
     row["breaks"] = "-" if s.no_explain else graph_breaks(names, s.backbone, s.size, cfg)
     row.update(count_ops(names, s.backbone, s.size, cfg, s.device))
-    row["equal"] = equal_to_per_step(names, s.backbone, s.size, cfg, s.device, s.steps)
-    row["ok"] = (row["equal"] and not any(row[k] for k in ("h2d", "host ops", "reads", "varying"))
-                 and row["breaks"] in (0, "-"))
+    row.update(equal_to_per_step(names, s.backbone, s.size, cfg, s.device, s.steps))
+    if row["replay"] is None:
+        del row["replay"]
+    row["ok"] = (row["equal"] and row.get("replay", True) and row["breaks"] in (0, "-")
+                 and not any(row[k] for k in ("h2d", "host ops", "reads", "varying")))
     return row
 
 

@@ -125,26 +125,31 @@ def plan(s) -> list:
 
 
 def project(rows: list, backbones: int = 3) -> list:
-    """Device-hours of the paper grid (method-fused groups, 5 seeds) per path,
-    from the measured cells: PathMNIST at the small size, Chaoyang and Kvasir at
-    224 px; a group of 10 interpolated between 5 and 25 members, 25 members at
-    224 px as 5 x the 5-member step (compute-bound) where not measured."""
+    """Device-hours of the paper grid's training (5 seeds, 8 methods, every
+    backbone as ResNet50, evaluation left out) per measured path, two ways:
+    `runs`, the 360 runs one step after another (K streams: K runs at once,
+    ms_step per run-step) from the 1-member cells; `fused`, method-fused
+    groups of 25, 10 and 5 (a group of 10 interpolated between 5 and 25
+    members; 25 members at 224 px as 5 x the 5-member step, compute-bound,
+    where not measured). Each dataset at its paper size: PathMNIST 28 px,
+    Chaoyang and Kvasir 224 px; a size not measured leaves the row empty."""
     shapes = P.data_shapes()
     out = []
     for path in dict.fromkeys(r["path"] for r in rows):
         ms = {(r["size"], r["members"]): r["ms_step"] for r in rows if r["path"] == path}
-        hours, missing = 0.0, []
-        for ds in shapes.values():
-            size = min(z for z, _ in ms) if ds.size == 28 else max(z for z, _ in ms)
-            steps = P.train_steps(ds, 8, 50)
-            for members in (25, 10, 5):
-                t = _group_ms(ms, size, members)
-                if t is None:
-                    missing.append(f"{ds.name} x{members}")
-                    continue
-                hours += backbones * steps * t / 3.6e6
-        out.append({"path": path, "grid_device_hours": hours if not missing else None,
-                    "missing": ", ".join(missing)})
+        for how, groups in (("runs", ((1, 40),)), ("fused", ((25, 1), (10, 1), (5, 1)))):
+            hours, missing = 0.0, []
+            for ds in shapes.values():
+                steps = P.train_steps(ds, 8, 50)
+                for members, count in groups:
+                    t = ms.get((ds.size, 1)) if how == "runs" else _group_ms(ms, ds.size, members)
+                    if t is None:
+                        missing.append(f"{ds.name} {ds.size}px x{members}")
+                    else:
+                        hours += backbones * count * steps * t / 3.6e6
+            if len(missing) < len(shapes) * len(groups):
+                out.append({"path": path, "as": how, "grid_device_hours":
+                            None if missing else hours, "missing": ", ".join(missing)})
     return out
 
 
