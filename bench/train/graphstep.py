@@ -137,7 +137,8 @@ class GraphStep:
         idx = d["idx"]
         x, y = self.x.index_select(0, idx), self.y.index_select(0, idx)
         if self.cfg.augment:
-            x = apply_masked(x, {k[4:]: v for k, v in d.items() if k.startswith("aug.")})
+            x = apply_masked(x, {k.removeprefix("aug."): v for k, v in d.items()
+                                 if k.startswith("aug.")})
         x = self.st.normalise(to_model_size(x, self.cfg.image_size))
         n = len(idx) // self.st.size
         return [m.staged_batch(xi, yi, {k.split(".", 1)[1]: v for k, v in d.items()

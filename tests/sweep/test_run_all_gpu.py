@@ -1,0 +1,28 @@
+"""./run_all.sh (the whole paper) picks its strategy by the device and says so
+first: on a GPU PathMNIST fused by method (every step captured, graph=auto),
+Chaoyang and Kvasir one run at a time; on a CPU no fusing. Stub bench and
+python, as tests/sweep/test_run_all_shift_demo.py."""
+import subprocess
+
+import pytest
+
+from tests.sweep.test_run_all_shift_demo import _stub_repo
+
+
+@pytest.mark.parametrize("cuda", [True, False])
+def test_full_mode_strategy_by_device(tmp_path, cuda):
+    repo = _stub_repo(tmp_path)
+    python = repo / ".venv" / "bin" / "python"  # stands in for `torch.cuda.is_available()`
+    python.write_text(f"#!/bin/sh\nexit {0 if cuda else 1}\n")
+    python.chmod(0o755)
+    done = subprocess.run(["./run_all.sh", "--no-progress"], cwd=repo, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("run_all.sh: GPU: " if cuda else "run_all.sh: no GPU: ")
+    calls = (repo / "calls.txt").read_text().splitlines()
+    runs = {c.split("--dataset ")[1].split()[0]: c for c in calls if c.startswith("run ")}
+    assert sorted(runs) == ["chaoyang", "kvasir", "pathmnist"]
+    assert ("--fuse methods" in runs["pathmnist"]) is cuda
+    assert not any("--fuse" in runs[d] for d in ("chaoyang", "kvasir"))
+    assert all(c.endswith("--no-progress") for c in runs.values())  # the user's flags last
