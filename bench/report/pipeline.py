@@ -46,6 +46,7 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     for kind in ("shift", "ood"):  # a flag with no set at all stops here, nothing written
         if getattr(opts, kind):
             evalsets.require(runs, kind, results_dir)
+            evalsets.require_same_images(runs, kind)
     check_order(opts.order, {r.method for r in runs})
     ablation = {configs.ablation_key(m, p): label
                 for m, rows in configs.parse_ablation(opts.config).items()
