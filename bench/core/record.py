@@ -11,6 +11,7 @@ through it. Arrays load with allow_pickle=False: a record is data, never code.
 from __future__ import annotations
 
 import os
+import zipfile
 from functools import cached_property
 from pathlib import Path
 
@@ -117,6 +118,18 @@ class Record:
         st = os.stat(self.path / "predictions.npz")
         sha = ((self.metrics.get("files") or {}).get("predictions.npz") or {}).get("sha256", "")
         return sha or f"{st.st_size}:{st.st_mtime_ns}"
+
+    @cached_property
+    def has_validation(self) -> bool:
+        """Whether predictions.npz holds a non-empty validation split, what every
+        calibrator is fitted on (an earlier record format kept the test split
+        only). Reads the arrays' names and the labels, never the logits."""
+        try:
+            with np.load(self.path / "predictions.npz", allow_pickle=False) as z:
+                return "val_logits" in z.files and "val_labels" in z.files \
+                    and z["val_labels"].size > 0
+        except (OSError, ValueError, zipfile.BadZipFile):
+            return False
 
     # ------------------------------------------------ weights and eval sets --
     @property

@@ -14,7 +14,7 @@ from __future__ import annotations
 from bench.core import measures as M
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,
-                                 rank_note)
+                                 rank_note, table_notes)
 
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
 # closing double quote is the typographic ditto mark and compiles anywhere.
@@ -129,6 +129,7 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
         out.append("$^\\dagger$ " + tex_escape(copied_note(table)) + ".")
     # {} first: after the \\ joining the notes, a "[" would be read as its spacing argument
     out += ["{}" + tex_escape(n) for n in (rank_note(table), ci_note(table)) if n]
+    out += ["{}" + tex_escape(n) + "." for n in table_notes(table)]
     return out
 
 

@@ -14,6 +14,8 @@ main tables; the comparison with the paper (--compare paper). Report.write
 from __future__ import annotations
 
 
+from pathlib import Path
+
 import pandas as pd
 from tqdm import tqdm
 
@@ -25,7 +27,9 @@ from bench.report import cells as cells_mod
 from bench.report import figures as figs
 from bench.report.document import Report
 from bench.report.options import KINDS, ReportOptions, check_order
-from bench.report.tables import build_table
+from bench.report.tables import build_table, validation_note
+
+FITTED = ("ts", "posthoc")  # the tables whose calibrated rows are fitted on validation
 
 FRIEDMAN_COLUMNS = ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"]
 
@@ -72,7 +76,11 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
         notes.append(copied.NONE_ADDED)
     unlike = _unlike(opts, runs, pub, labels)
     test_names = " / ".join(sorted(set(sig["test"]))) or None  # which test(s) ran
-    tables = make_tables(opts, {**cells, **pub}, expected, marks, test_names, labels, unlike)
+    fit_notes = {ds: [validation_note(sorted(Path(p).relative_to(results_dir).as_posix()
+                                             for p in paths))]
+                 for ds, paths in aggregate.without_validation(runs).items()}
+    tables = make_tables(opts, {**cells, **pub}, expected, marks, test_names, labels, unlike,
+                         fit_notes)
     cd, f_rows, f_notes = figs.friedman_tests(tables, opts.alpha)
     if not opts.no_plots:  # the Friedman results go with the CD diagrams
         notes += f_notes
@@ -194,7 +202,8 @@ def setup_notes(runs) -> list[str]:
 
 
 def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dict,
-                sig_name: str | None = None, labels=None, unlike=None) -> list:
+                sig_name: str | None = None, labels=None, unlike=None,
+                fit_notes=None) -> list:
     """Every table: per dataset the main, std and (unless --no-ts) TS table;
     `sig_marks` from bench.report.paired, `sig_name` the test(s) behind them;
     `unlike`: dataset -> how re-run rows differ from the copied rows' protocol."""
@@ -210,7 +219,8 @@ def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dic
                             caption=opts.caption(kind), metrics=opts.metric_columns,
                             ci=opts.ci, labels=labels, gap=not opts.no_gap,
                             reference=opts.significance_ref, variants=opts.variant_list,
-                            unlike=(unlike or {}).get(ds, ()))
+                            unlike=(unlike or {}).get(ds, ()),
+                            notes=(fit_notes or {}).get(ds, ()) if kind in FITTED else ())
             if t is not None:
                 tables.append(t)
     return tables

@@ -359,6 +359,20 @@ def ci_note(table: Table) -> str | None:
     return note + ". " + ECE_BIAS if "ece" in columns(table.metrics) else note
 
 
+def validation_note(labels: list[str]) -> str:
+    """The footnote of a calibrated table (ts, posthoc) whose dataset has
+    records without validation arrays: their calibrated rows are left out."""
+    return (f"calibrated rows (fitted on the validation split) leave out {len(labels)} "
+            f"record(s) without validation arrays (an earlier record format), whose un-scaled "
+            f"rows are shown: {', '.join(labels)}")
+
+
+def table_notes(table: Table) -> list[str]:
+    """The notes a table carries beyond its columns' (bench.report.pipeline
+    fills them per dataset), plain text; both renderers print them last."""
+    return list(table.notes)
+
+
 def missing_notes(table: Table) -> list[str]:
     """One line per short cell, naming the missing seeds (+TS rows repeat
     their method's seeds and are left out)."""

@@ -10,7 +10,7 @@ from tabulate import tabulate
 
 from bench.core import measures as M
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts, ci_note,
-                                 columns, copied_note, method_name, rank_note)
+                                 columns, copied_note, method_name, rank_note, table_notes)
 
 DITTO = '"'
 
@@ -84,6 +84,6 @@ def render(table: Table, markdown: bool = False, missing=()) -> str:
     if table.gap:
         notes.append("Gap: mean confidence - accuracy (x100); < 0 means under-confident")
     notes += ["†: " + copied_note(table)] if table.any_copied else []
-    notes += [n for n in (rank_note(table), ci_note(table)) if n]
+    notes += [n for n in (rank_note(table), ci_note(table)) if n] + table_notes(table)
     sep = "\n\n" if markdown else "\n"
     return text + sep + sep.join(notes)
