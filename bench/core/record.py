@@ -120,16 +120,23 @@ class Record:
         return sha or f"{st.st_size}:{st.st_mtime_ns}"
 
     @cached_property
-    def has_validation(self) -> bool:
-        """Whether predictions.npz holds a non-empty validation split, what every
-        calibrator is fitted on (an earlier record format kept the test split
-        only). Reads the arrays' names and the labels, never the logits."""
+    def validation(self) -> tuple | None:
+        """(labels [N], number of classes) of the validation split that
+        predictions.npz holds, what every calibrator is fitted on; None where
+        it holds none (an earlier record format kept the test split only) or
+        an empty one."""
         try:
             with np.load(self.path / "predictions.npz", allow_pickle=False) as z:
-                return "val_logits" in z.files and "val_labels" in z.files \
-                    and z["val_labels"].size > 0
-        except (OSError, ValueError, zipfile.BadZipFile):
-            return False
+                if not {"val_logits", "val_labels"} <= set(z.files):
+                    return None
+                labels, k = np.asarray(z["val_labels"]), int(z["val_logits"].shape[-1])
+        except (OSError, ValueError, IndexError, zipfile.BadZipFile):
+            return None
+        return (labels, k) if labels.size else None
+
+    @property
+    def has_validation(self) -> bool:
+        return self.validation is not None
 
     # ------------------------------------------------ weights and eval sets --
     @property

@@ -99,12 +99,32 @@ def fitted_runs(runs: list[Run]) -> list[Run]:
 
 
 def without_validation(runs: list[Run]) -> dict:
-    """dataset -> the paths of its records without validation arrays (an
+    """dataset -> the labels of its records without validation arrays (an
     earlier record format): their calibrated rows are left out."""
     out: dict = defaultdict(list)
     for r in runs:
         if not r.record.has_validation:
-            out[r.dataset].append(str(r.path))
+            out[r.dataset].append(r.record.key.label)
+    return dict(out)
+
+
+def thin_validation(runs: list[Run], variants) -> dict:
+    """dataset -> one line per record whose validation split is too small for
+    a calibrator of `variants` to be fitted on it: fewer samples than the
+    numbers the calibrator estimates, or a class without any sample (which
+    it then never sees)."""
+    out: dict = defaultdict(list)
+    for r in runs:
+        if not r.record.has_validation:
+            continue  # left out of the calibrated rows altogether (without_validation)
+        labels, k = r.record.validation
+        absent = k - len(np.unique(labels))
+        few = [v for v in variants if v.params and (absent or len(labels) < v.params(k))]
+        if few:
+            why = f"{len(labels)} validation samples" + (
+                f", {absent} of {k} classes absent" if absent else "")
+            names = ", ".join(f"{v.label or v.name} ({v.params(k)} parameters)" for v in few)
+            out[r.dataset].append(f"{r.record.key.label}: {why}, for {names}")
     return dict(out)
 
 

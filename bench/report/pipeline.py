@@ -14,12 +14,13 @@ main tables; the comparison with the paper (--compare paper). Report.write
 from __future__ import annotations
 
 
-from pathlib import Path
+from collections import defaultdict
 
 import pandas as pd
 from tqdm import tqdm
 
 from bench.core import store
+from bench.core import variants as V
 from bench.core.errors import BenchError
 from bench.report import aggregate, comparable, configs, copied, evalsets, names, ood, paired
 from bench.report import stats, unfinished
@@ -27,7 +28,7 @@ from bench.report import cells as cells_mod
 from bench.report import figures as figs
 from bench.report.document import Report
 from bench.report.options import KINDS, ReportOptions, check_order
-from bench.report.tables import build_table, validation_note
+from bench.report.tables import build_table, thin_note, validation_note
 
 FITTED = ("ts", "posthoc")  # the tables whose calibrated rows are fitted on validation
 
@@ -76,9 +77,7 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
         notes.append(copied.NONE_ADDED)
     unlike = _unlike(opts, runs, pub, labels)
     test_names = " / ".join(sorted(set(sig["test"]))) or None  # which test(s) ran
-    fit_notes = {ds: [validation_note(sorted(Path(p).relative_to(results_dir).as_posix()
-                                             for p in paths))]
-                 for ds, paths in aggregate.without_validation(runs).items()}
+    fit_notes = fitting_notes(runs, opts)
     tables = make_tables(opts, {**cells, **pub}, expected, marks, test_names, labels, unlike,
                          fit_notes)
     cd, f_rows, f_notes = figs.friedman_tests(tables, opts.alpha)
@@ -100,7 +99,6 @@ def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict)
     """--shift: each run's trained row, +TS (unless --no-ts) and the --variants
     calibrators, and D-Ens, under every corruption and severity, for the
     table's columns and ECE (the box plots)."""
-    from bench.core import variants as V
     from bench.report import shift, shifttables
     from bench.report.tables import columns
 
@@ -201,6 +199,20 @@ def setup_notes(runs) -> list[str]:
     return notes
 
 
+def fitting_notes(runs: list, opts: ReportOptions) -> dict:
+    """(dataset, table kind) -> the footnotes of its calibrated rows: records
+    without a validation split (left out), and those whose split is too
+    small for a calibrator the table shows."""
+    out: dict = defaultdict(list)
+    for ds, labels in aggregate.without_validation(runs).items():
+        for kind in FITTED:
+            out[(ds, kind)].append(validation_note(labels))
+    for kind, variants in (("ts", [V.TS]), ("posthoc", [V.get(v) for v in opts.variant_list])):
+        for ds, lines in aggregate.thin_validation(runs, variants).items():
+            out[(ds, kind)].append(thin_note(lines))
+    return dict(out)
+
+
 def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dict,
                 sig_name: str | None = None, labels=None, unlike=None,
                 fit_notes=None) -> list:
@@ -220,7 +232,7 @@ def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dic
                             ci=opts.ci, labels=labels, gap=not opts.no_gap,
                             reference=opts.significance_ref, variants=opts.variant_list,
                             unlike=(unlike or {}).get(ds, ()),
-                            notes=(fit_notes or {}).get(ds, ()) if kind in FITTED else ())
+                            notes=(fit_notes or {}).get((ds, kind), ()))
             if t is not None:
                 tables.append(t)
     return tables

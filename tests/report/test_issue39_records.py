@@ -103,3 +103,32 @@ def test_point2_shift_report_of_a_record_without_validation_arrays(tmp_path, cap
         rows = [r for r in csv.DictReader(f) if r["method"] == "2hml"]
     assert {r["seed"] for r in rows if r["variant"] == "plain"} == {"0", "1"}
     assert {r["seed"] for r in rows if r["variant"] == "vs"} == {"0"}
+
+
+def test_point3_a_validation_split_too_small_gets_a_footnote_on_its_rows(tmp_path, capsys):
+    import json
+    import shutil
+
+    root = write_known(tmp_path / "runs")
+    path = store.record_dir(root, "toy", "resnet50", "2hml", "abc123", 0)
+    small = store.record_dir(root, "toy", "resnet50", "4hml", "abc123", 2)
+    preds = store.load_predictions(small)
+    config, metrics = (json.loads((small / f).read_text()) for f in ("config.json",
+                                                                     "metrics.json"))
+    shutil.rmtree(small)
+    for key in ("files", "status"):
+        metrics.pop(key, None)
+    keep = np.arange(6)  # labels 0, 1, 2, 3, 0, 1: every class, 6 samples
+    store.write_record(small, config, metrics, {**preds, "val_logits": preds["val_logits"][keep],
+                                                "val_labels": preds["val_labels"][keep]})
+    out = tmp_path / "rep"
+    assert main(["report", "--results", str(root), "--out", str(out), "--no-plots",
+                 "--no-progress", "--variants", "vs,dirichlet"]) == 0
+    k, label = 4, "toy/resnet50/4hml/abc123/seed2"
+    posthoc = (out / "tables" / "toy_posthoc.md").read_text()
+    # 6 samples: enough for TS (1) and ... not for VS (2K = 8) nor Dirichlet (K(K+1) = 20)
+    assert f"{label}: 6 validation samples, for +VS ({2 * k} parameters), +Dirichlet " \
+           f"({k * (k + 1)} parameters)" in posthoc
+    assert str(path.relative_to(root)) not in posthoc
+    assert label not in (out / "tables" / "toy_ts.md").read_text()
+    assert label.replace("_", "\\_") in (out / "tables" / "toy_posthoc.tex").read_text()
