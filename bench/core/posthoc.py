@@ -399,29 +399,21 @@ class Calibrator(NamedTuple):
 
 
 CALIBRATORS: dict[str, Calibrator] = {
-    "vs": Calibrator(fit_vector, apply_vector, "vector scaling (Guo et al. 2017)",
-                     params=lambda k: 2 * k,
-                     fitted="a scale and a bias per class, validation NLL (L-BFGS)"),
-    "dirichlet": Calibrator(fit_dirichlet, apply_dirichlet,
-                            "Dirichlet calibration with ODIR (Kull et al. 2019)",
-                            params=lambda k: k * (k + 1),
-                            fitted="a K x K matrix and K biases on the log-probabilities, "
-                                   "penalised validation NLL, off-diagonal and intercept "
-                                   "regularisation lambda = mu chosen by 5-fold cross-validation "
-                                   "on the validation split over 1e-3 ... 1e3"),
-    "hb": Calibrator(fit_binning, apply_binning,
-                     "histogram binning, one-vs-rest, 15 equal-mass bins",
-                     params=lambda k: HB_BINS * k,
-                     fitted=f"one-vs-rest, {HB_BINS} equal-mass bins per class, each bin's "
-                            "validation frequency; rows renormalised"),
-    "iso": Calibrator(fit_isotonic, apply_isotonic, "isotonic regression, one-vs-rest",
-                      params=lambda k: 2 * k,
-                      fitted="one-vs-rest isotonic regression per class (scikit-learn, "
-                             "pool-adjacent-violators) on the validation split; rows "
-                             "renormalised"),
-    "ets": Calibrator(fit_ets, apply_ets, "ensemble temperature scaling (Zhang et al. 2020)",
-                      params=lambda k: 4,
-                      fitted="a temperature and the weights of the scaled, unscaled and "
-                             "uniform predictions, validation NLL"),
+    "vs": Calibrator(fit_vector, apply_vector, "vector scaling (Guo et al. 2017)", 1,
+                     lambda k: 2 * k, "a scale and a bias per class, validation NLL, L-BFGS"),
+    "dirichlet": Calibrator(
+        fit_dirichlet, apply_dirichlet, "Dirichlet calibration with ODIR (Kull et al. 2019)", 1,
+        lambda k: k * (k + 1), "a K x K matrix and K biases on the log-probabilities, "
+        "penalised validation NLL, ODIR lambda = mu chosen by 5-fold cross-validation on the "
+        "validation split over 1e-3 ... 1e3"),
+    "hb": Calibrator(fit_binning, apply_binning, "histogram binning, one-vs-rest, 15 equal-mass "
+                     "bins", 1, lambda k: HB_BINS * k, f"{HB_BINS} equal-mass bins per class, "
+                     "each bin's validation frequency; rows renormalised"),
+    "iso": Calibrator(fit_isotonic, apply_isotonic, "isotonic regression, one-vs-rest", 1,
+                      lambda k: 2 * k, "one-vs-rest per class, scikit-learn's "
+                      "pool-adjacent-violators on the validation split; rows renormalised"),
+    "ets": Calibrator(fit_ets, apply_ets, "ensemble temperature scaling (Zhang et al. 2020)", 1,
+                      lambda k: 4, "a temperature and the weights of the scaled, unscaled "
+                      "and uniform predictions, validation NLL"),
 }
 

@@ -12,9 +12,10 @@ Only booktabs, rotating (sideways tables), amssymb and graphicx.
 from __future__ import annotations
 
 from bench.core import measures as M
+from bench.report.footnotes import table_notes
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,
-                                 rank_note, table_notes)
+                                 rank_note)
 
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
 # closing double quote is the typographic ditto mark and compiles anywhere.

@@ -28,7 +28,8 @@ from bench.report import cells as cells_mod
 from bench.report import figures as figs
 from bench.report.document import Report
 from bench.report.options import KINDS, ReportOptions, check_order
-from bench.report.tables import build_table, thin_note, validation_note
+from bench.report.footnotes import thin_note, validation_note
+from bench.report.tables import build_table
 
 FITTED = ("ts", "posthoc")  # the tables whose calibrated rows are fitted on validation
 
