@@ -91,7 +91,7 @@ def selected(root, opts: EvalOptions) -> list:
         have = sorted({getattr(k, f) for k in keys})
         unknown = sorted(names - set(have))
         if unknown:
-            raise BenchError(f"bench eval: --{f} {unknown[0]}: no record under {root} has it; "
+            raise BenchError(f"--{f} {unknown[0]}: no record under {root} has it; "
                              f"its records' {f}s: {', '.join(have) or 'none'}")
     return [k for k in keys if store.is_complete(k.path(root))
             and all(not names or getattr(k, f) in names for f, names in want.items())]
