@@ -51,6 +51,10 @@ class DatasetBundle:
     # How reports title the dataset (`--data-opt name=...` of csv / folder):
     # recorded in config.json as `dataset_name`, not part of the run hash.
     display_name: str = ""
+    # The adapter options it was loaded with (--data-opt, no download or
+    # progress switch): config.json's `data_options`, so that an evaluation
+    # set made later (`bench eval`) is built from the record's own splits.
+    options: dict = field(default_factory=dict)
 
     @property
     def num_classes(self) -> int:
@@ -88,5 +92,7 @@ def load_dataset(name: str, data_root: str | Path | None = None, image_size: int
     factory = DATASETS.get(name)
     bundle = factory(data_root=Path(data_root) if data_root else None,
                      image_size=image_size, **options)
+    bundle.options = {k: str(v) for k, v in sorted(options.items())
+                      if k not in ("download", "progress")}
     bundle.check_labels()
     return bundle

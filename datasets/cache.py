@@ -227,10 +227,11 @@ def damage(path: Path, shape: tuple | None = None) -> str | None:
 def set_aside(path: Path, why: str) -> Path:
     """Rename a damaged cache file out of the way (kept for inspection, never
     read again) and say so in one line; the next use rebuilds it."""
-    aside = path.with_name(f"{path.stem}.damaged")
-    os.replace(path, aside)
-    print(f"bench: warning: image cache {path} was damaged ({why}); moved to {aside.name}, "
-          "rebuilt from the image files", file=sys.stderr)
+    from bench.core.files import move_aside
+
+    aside = move_aside(path)
+    print(f"bench: warning: cache file {path} was damaged ({why}); moved to {aside.name}, "
+          "rebuilt", file=sys.stderr)
     return aside
 
 

@@ -164,6 +164,8 @@ def _shift(spec, dataset, size, data_root, options, build, progress, jobs) -> Ev
     meta = {"source": f"MedMNIST-C {rec['set']} set via medmnistc {rec['medmnistc']}",
             "built_from": rec["source"], "size": int(size), "n": int(len(s.labels)),
             "set": rec["set"], "set_sha256": s.digest, "recipe_digest": s.meta["recipe_digest"],
+            # the test split it corrupts: sha256 of its images (at 224 px) and labels
+            "test_sha256": rec["images"],
             "designed_size": corruptions.DESIGNED_SIZE}
     extra = {"corruption": np.array([c for c, _ in s.blocks]),
              "severity": np.array([v for _, v in s.blocks], np.int64)}

@@ -2,6 +2,8 @@
 records from their kept weights, no retraining (bench.sweep.evalrun)."""
 from __future__ import annotations
 
+import sys
+
 from bench.cli.fields import add_fields
 from bench.cli.typed import options_from
 
@@ -22,7 +24,10 @@ def evaluate(args) -> int:
     opts = options_from(EvalOptions, args)
     rows = evaluate_results(opts, progress=not opts.no_progress)
     print(summary(rows))
-    return 1 if any(r.status in (DAMAGED, FAILED) for r in rows) else 0
+    bad = [r for r in rows if r.status in (DAMAGED, FAILED)]
+    for r in bad:  # the table may scroll away or go to a file: each reason on stderr too
+        print(f"bench eval: {r.record} {r.set}: {r.status}: {r.why}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def summary(rows) -> str:

@@ -48,6 +48,12 @@ KINDS = ("shift", "ood", "site")
 _SLUG = re.compile(r"[^a-z0-9_.-]+")
 
 
+def images_digest(meta: dict) -> str:
+    """What identifies the images a set was (or is to be) computed on: a shift
+    set's cached array (its sha256), an ood/site set's images and labels."""
+    return str(meta.get("set_sha256") or meta.get("images_sha256") or "")
+
+
 @dataclass(frozen=True)
 class EvalSpec:
     """One `--eval` value: `shift`, `ood:SOURCE` or `site:SOURCE`, where SOURCE

@@ -57,6 +57,23 @@ def sha256(path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
+def move_aside(path, folder=None) -> Path:
+    """Rename a damaged file or folder to `<name>.damaged-<UTC time>` beside it
+    (or in `folder`: one that outlives the file's own; kept for a look, never
+    read again; a second one the same second gets a random suffix, so none
+    overwrites another); returns the new path. The one naming of everything
+    set aside: records, resume states, caches."""
+    from datetime import datetime, timezone
+
+    path = Path(path)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    target = Path(folder or path.parent) / f"{path.name}.damaged-{stamp}"
+    if target.exists():
+        target = target.with_name(f"{target.name}-{uuid.uuid4().hex[:6]}")
+    os.replace(path, target)
+    return target
+
+
 def write_json(path, obj: Any, *, indent: int | None = 2, sort_keys: bool = True,
                default: Callable | None = str, durable: bool = False) -> Path:
     """`obj` as JSON (json.dumps with these arguments), atomically

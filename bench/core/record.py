@@ -11,6 +11,7 @@ through it. Arrays load with allow_pickle=False: a record is data, never code.
 from __future__ import annotations
 
 import os
+import zipfile
 from functools import cached_property
 from pathlib import Path
 
@@ -117,6 +118,25 @@ class Record:
         st = os.stat(self.path / "predictions.npz")
         sha = ((self.metrics.get("files") or {}).get("predictions.npz") or {}).get("sha256", "")
         return sha or f"{st.st_size}:{st.st_mtime_ns}"
+
+    @cached_property
+    def validation(self) -> tuple | None:
+        """(labels [N], number of classes) of the validation split that
+        predictions.npz holds, what every calibrator is fitted on; None where
+        it holds none (an earlier record format kept the test split only) or
+        an empty one."""
+        try:
+            with np.load(self.path / "predictions.npz", allow_pickle=False) as z:
+                if not {"val_logits", "val_labels"} <= set(z.files):
+                    return None
+                labels, k = np.asarray(z["val_labels"]), int(z["val_logits"].shape[-1])
+        except (OSError, ValueError, IndexError, zipfile.BadZipFile):
+            return None
+        return (labels, k) if labels.size else None
+
+    @property
+    def has_validation(self) -> bool:
+        return self.validation is not None
 
     # ------------------------------------------------ weights and eval sets --
     @property

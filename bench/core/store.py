@@ -32,7 +32,6 @@ import re
 import shutil
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -388,10 +387,4 @@ def _verify_by_reading(path: Path) -> str | None:
 def move_aside(path) -> Path:
     """Rename a damaged record to seed<k>.damaged-<UTC time> beside it (kept, never
     deleted) so its seed can be retrained; returns the new path."""
-    path = Path(path)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = path.with_name(f"{path.name}.damaged-{stamp}")
-    if target.exists():
-        target = path.with_name(f"{target.name}-{uuid.uuid4().hex[:6]}")
-    os.rename(path, target)
-    return target
+    return files.move_aside(path)

@@ -52,6 +52,10 @@ class Variant:
     boot: bool = False  # its one-number cells get bootstrap intervals
     version: int = 1
     help: str = ""
+    # a calibrator's (posthoc): K -> how many numbers its fit estimates, and
+    # what the fit does, for the footnotes under its rows
+    params: Callable | None = None
+    fitted: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "value", self.value or self.name)
@@ -116,7 +120,8 @@ def _ts_base(p):
 
 @register_variant("ts", "temperature scaling fitted on validation NLL (head logits averaged); "
                   "rows <method>+ts, printed +TS",
-                  column="ts", suffix="+ts", label="+TS", shown="+TS", posthoc=True)
+                  column="ts", suffix="+ts", label="+TS", shown="+TS", posthoc=True,
+                  params=lambda k: 1, fitted="one temperature, validation NLL (L-BFGS on log T)")
 def _ts(p):
     t = fit_temperature(p["val_logits"], p["val_labels"])
     return scaled_probs(p["test_logits"], t), {"temperature": t}
@@ -135,7 +140,8 @@ VARIANTS.add("copied", Variant("copied", None, help="the paper's published numbe
              "the paper's published numbers, copied (bench report --published-rows)")
 
 
-def posthoc_variant(name: str, fit, apply, text: str, version: int = 1) -> None:
+def posthoc_variant(name: str, fit, apply, text: str, version: int = 1, params=None,
+                    fitted: str = "") -> None:
     """Register a calibrator fitted on the validation split's head-averaged
     logits (the +TS rows' input) and applied to the test split's."""
     def probs(p):
@@ -144,7 +150,8 @@ def posthoc_variant(name: str, fit, apply, text: str, version: int = 1) -> None:
     probs.__module__ = getattr(fit, "__module__", __name__)
     VARIANTS.add(name, Variant(name, probs, column=name, suffix=f"+{name}",
                                label=f"+{name.upper() if len(name) <= 3 else name.title()}",
-                               shown=f"+{name}", posthoc=True, version=version, help=text), text)
+                               shown=f"+{name}", posthoc=True, version=version, help=text,
+                               params=params, fitted=fitted), text)
 
 
 PLAIN, TS_BASE, TS, DENS, COPIED = (get(n) for n in ("plain", "ts-base", "ts", "dens", "copied"))
@@ -158,7 +165,7 @@ def _register_calibrators() -> None:
     from bench.core.posthoc import CALIBRATORS
 
     for name, c in CALIBRATORS.items():
-        posthoc_variant(name, c.fit, c.apply, c.title, c.version)
+        posthoc_variant(name, c.fit, c.apply, c.title, c.version, c.params, c.fitted)
 
 
 _register_calibrators()

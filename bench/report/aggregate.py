@@ -92,6 +92,42 @@ def ensemble_cell(runs: list[Run], cache: Cache | None = None) -> CellData:
     return make_cell(runs, V.DENS, cache or Cache())
 
 
+def fitted_runs(runs: list[Run]) -> list[Run]:
+    """The runs a calibrator (+TS, --variants) can be fitted on: those whose
+    record holds a validation split."""
+    return [r for r in runs if r.record.has_validation]
+
+
+def without_validation(runs: list[Run]) -> dict:
+    """dataset -> the labels of its records without validation arrays (an
+    earlier record format): their calibrated rows are left out."""
+    out: dict = defaultdict(list)
+    for r in runs:
+        if not r.record.has_validation:
+            out[r.dataset].append(r.record.key.label)
+    return dict(out)
+
+
+def thin_validation(runs: list[Run], variants) -> dict:
+    """dataset -> one line per record whose validation split is too small for
+    a calibrator of `variants` to be fitted on it: fewer samples than the
+    numbers the calibrator estimates, or a class without any sample (which
+    it then never sees)."""
+    out: dict = defaultdict(list)
+    for r in runs:
+        if not r.record.has_validation:
+            continue  # left out of the calibrated rows altogether (without_validation)
+        labels, k = r.record.validation
+        absent = k - len(np.unique(labels))
+        few = [v for v in variants if v.params and (absent or len(labels) < v.params(k))]
+        if few:
+            why = f"{len(labels)} validation samples" + (
+                f", {absent} of {k} classes absent" if absent else "")
+            names = ", ".join(f"{v.label or v.name} ({v.params(k)} parameters)" for v in few)
+            out[r.dataset].append(f"{r.record.key.label}: {why}, for {names}")
+    return dict(out)
+
+
 def row_variants(with_ts: bool = True, variants=()) -> list:
     """The per-seed variants of a report: plain, with TS the TS table's two,
     then the calibrators asked for (`--variants`)."""
@@ -109,8 +145,10 @@ def build_cells(runs: list[Run], with_ts: bool = True, progress=None, cache: Cac
         by_method[(r.dataset, r.backbone, r.method)].append(r)
     for (ds, bb, method), rs in by_method.items():
         for variant in row_variants(with_ts, variants):
-            cell = make_cell(rs, variant, cache)
-            cells[(ds, bb, cell.key)] = cell
+            use = fitted_runs(rs) if variant.posthoc else rs
+            if use:  # a calibrator is fitted on the validation split: records without one sit out
+                cell = make_cell(use, variant, cache)
+                cells[(ds, bb, cell.key)] = cell
         if has_ensemble(method, len(rs)):
             cells[(ds, bb, DENS)] = ensemble_cell(rs, cache)
         elif method == ENSEMBLE_OF:

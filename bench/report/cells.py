@@ -15,6 +15,8 @@ version has moved on since.
 """
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,16 +91,35 @@ class Cache:
 
     def __init__(self, file: Path | None = None):
         self.file, self.entries, self.used = file, {}, {}
-        if file is not None:
-            saved = files.read_json(file, default={})
-            if isinstance(saved, dict) and saved.get("version") == VERSION:
-                self.entries = saved.get("entries", {})
+        if file is None or not file.exists():
+            return
+        saved = files.read_json(file, default=None)
+        why = damage(saved)
+        if why:  # named and kept beside the report folder (OUT/cache/ is replaced whole)
+            aside = files.move_aside(file, file.parent.parent)
+            print(f"bench: warning: report cache {file} is damaged ({why}); set aside as "
+                  f"{aside}, its values are computed again", file=sys.stderr)
+        elif saved.get("version") == VERSION:  # an older layout: recomputed, said nowhere
+            self.entries = saved["entries"]
 
     def save(self) -> Path | None:
         if self.file is None:
             return None
         return files.write_json(self.file, {"version": VERSION, "entries": self.used},
                                 indent=None, sort_keys=False, default=None)
+
+
+def damage(saved) -> str | None:
+    """Why a read cache file is not one this module wrote, or None."""
+    if not isinstance(saved, dict):
+        return "not a JSON object" if saved is not None else "not readable JSON"
+    entries = saved.get("entries")
+    if not isinstance(entries, dict) or not isinstance(saved.get("version"), int):
+        return "no version and entries"
+    bad = next((n for n, e in entries.items() if not isinstance(e, dict)
+                or not isinstance(e.get("key"), str) or not isinstance(e.get("value"), dict)),
+               None)
+    return f"entry {bad!r} is not a key and its values" if bad is not None else None
 
 
 def cache_for(out) -> Cache:

@@ -12,6 +12,7 @@ Only booktabs, rotating (sideways tables), amssymb and graphicx.
 from __future__ import annotations
 
 from bench.core import measures as M
+from bench.report.footnotes import table_notes
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,
                                  rank_note)
@@ -129,6 +130,7 @@ def footnotes(table: Table, missing: list[str]) -> list[str]:
         out.append("$^\\dagger$ " + tex_escape(copied_note(table)) + ".")
     # {} first: after the \\ joining the notes, a "[" would be read as its spacing argument
     out += ["{}" + tex_escape(n) for n in (rank_note(table), ci_note(table)) if n]
+    out += ["{}" + tex_escape(n) + "." for n in table_notes(table)]
     return out
 
 

@@ -14,10 +14,13 @@ main tables; the comparison with the paper (--compare paper). Report.write
 from __future__ import annotations
 
 
+from collections import defaultdict
+
 import pandas as pd
 from tqdm import tqdm
 
 from bench.core import store
+from bench.core import variants as V
 from bench.core.errors import BenchError
 from bench.report import aggregate, comparable, configs, copied, evalsets, names, ood, paired
 from bench.report import stats, unfinished
@@ -25,7 +28,10 @@ from bench.report import cells as cells_mod
 from bench.report import figures as figs
 from bench.report.document import Report
 from bench.report.options import KINDS, ReportOptions, check_order
+from bench.report.footnotes import thin_note, validation_note
 from bench.report.tables import build_table
+
+FITTED = ("ts", "posthoc")  # the tables whose calibrated rows are fitted on validation
 
 FRIEDMAN_COLUMNS = ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"]
 
@@ -46,6 +52,7 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     for kind in ("shift", "ood"):  # a flag with no set at all stops here, nothing written
         if getattr(opts, kind):
             evalsets.require(runs, kind, results_dir)
+            evalsets.require_same_images(runs, kind)
     check_order(opts.order, {r.method for r in runs})
     ablation = {configs.ablation_key(m, p): label
                 for m, rows in configs.parse_ablation(opts.config).items()
@@ -71,7 +78,9 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
         notes.append(copied.NONE_ADDED)
     unlike = _unlike(opts, runs, pub, labels)
     test_names = " / ".join(sorted(set(sig["test"]))) or None  # which test(s) ran
-    tables = make_tables(opts, {**cells, **pub}, expected, marks, test_names, labels, unlike)
+    fit_notes = fitting_notes(runs, opts)
+    tables = make_tables(opts, {**cells, **pub}, expected, marks, test_names, labels, unlike,
+                         fit_notes)
     cd, f_rows, f_notes = figs.friedman_tests(tables, opts.alpha)
     if not opts.no_plots:  # the Friedman results go with the CD diagrams
         notes += f_notes
@@ -91,7 +100,6 @@ def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict)
     """--shift: each run's trained row, +TS (unless --no-ts) and the --variants
     calibrators, and D-Ens, under every corruption and severity, for the
     table's columns and ECE (the box plots)."""
-    from bench.core import variants as V
     from bench.report import shift, shifttables
     from bench.report.tables import columns
 
@@ -192,8 +200,23 @@ def setup_notes(runs) -> list[str]:
     return notes
 
 
+def fitting_notes(runs: list, opts: ReportOptions) -> dict:
+    """(dataset, table kind) -> the footnotes of its calibrated rows: records
+    without a validation split (left out), and those whose split is too
+    small for a calibrator the table shows."""
+    out: dict = defaultdict(list)
+    for ds, labels in aggregate.without_validation(runs).items():
+        for kind in FITTED:
+            out[(ds, kind)].append(validation_note(labels))
+    for kind, variants in (("ts", [V.TS]), ("posthoc", [V.get(v) for v in opts.variant_list])):
+        for ds, lines in aggregate.thin_validation(runs, variants).items():
+            out[(ds, kind)].append(thin_note(lines))
+    return dict(out)
+
+
 def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dict,
-                sig_name: str | None = None, labels=None, unlike=None) -> list:
+                sig_name: str | None = None, labels=None, unlike=None,
+                fit_notes=None) -> list:
     """Every table: per dataset the main, std and (unless --no-ts) TS table;
     `sig_marks` from bench.report.paired, `sig_name` the test(s) behind them;
     `unlike`: dataset -> how re-run rows differ from the copied rows' protocol."""
@@ -209,7 +232,8 @@ def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dic
                             caption=opts.caption(kind), metrics=opts.metric_columns,
                             ci=opts.ci, labels=labels, gap=not opts.no_gap,
                             reference=opts.significance_ref, variants=opts.variant_list,
-                            unlike=(unlike or {}).get(ds, ()))
+                            unlike=(unlike or {}).get(ds, ()),
+                            notes=(fit_notes or {}).get((ds, kind), ()))
             if t is not None:
                 tables.append(t)
     return tables

@@ -72,8 +72,9 @@ def stacked(preds: dict, shifted: dict) -> dict:
         raise BenchError(f"shift logits of shape {z.shape} and {len(y)} labels: expected "
                          "[corruptions, severities, N, heads, classes] and N labels")
     c, s, n = z.shape[:3]
-    return {"val_logits": preds["val_logits"], "val_labels": preds["val_labels"],
-            "test_logits": z.reshape(c * s * n, *z.shape[3:]), "test_labels": np.tile(y, c * s)}
+    val = {k: preds[k] for k in ("val_logits", "val_labels") if k in preds}  # none: plain only
+    return {**val, "test_logits": z.reshape(c * s * n, *z.shape[3:]),
+            "test_labels": np.tile(y, c * s)}
 
 
 def slices(variant: V.Variant, records: list, sets: list) -> tuple[np.ndarray, np.ndarray]:
@@ -162,8 +163,12 @@ def compute(runs: list, variants, cache: Cache, which) -> ShiftData:
     groups = defaultdict(list)
     for r in sorted(have, key=lambda r: (r.dataset, r.backbone, r.method, r.seed)):
         once = functools.cache(read)  # every variant of this record, one read; then freed
+        fitted = r.record.has_validation
+        if not fitted and any(v.posthoc for v in variants):
+            out.notes.append(f"{r.path}: no validation arrays (an earlier record format): its "
+                             "calibrated rows under shift are left out")
         try:
-            for v in variants:
+            for v in (v for v in variants if fitted or not v.posthoc):
                 e = entry([r.record], v, cache, which, once)
                 out.outcomes.append(Outcome(r.dataset, r.backbone, r.method, r.chash, v,
                                             (r.seed,), e))

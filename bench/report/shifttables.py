@@ -10,6 +10,7 @@ Markdown renderers are the other tables' (bench.report.latex, textables).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,6 +112,16 @@ def shift_table(ds, bb, cells: dict, variants, expected, metrics, gap, sections,
                  labels=tuple(sorted(names.items())), gap=gap)
 
 
+def markdown(table: Table, missing=()) -> str:
+    """The Markdown of a shift table: one block of columns per severity, one
+    under the other (six severities side by side are 31 columns, unreadable
+    in a terminal or a README), each ranked as in the LaTeX table; the notes
+    once, under the last."""
+    blocks = [textables.grid(dataclasses.replace(table, backbones=(sev,)), markdown=True)
+              for sev in table.backbones]
+    return "\n\n".join(blocks + textables.notes_of(table, missing))
+
+
 def box_data(data: ShiftData, ds: str, bb: str, table: Table) -> dict:
     """What the box plot of one dataset x backbone draws: {"rows": labels in
     table order, "severities", "boxes": (label, severity) -> the ECE of every
@@ -155,7 +166,7 @@ def write(rep: ShiftReport, out: Path, plots: bool = True) -> tuple[list[Path], 
     for bb, t in rep.tables:
         name = f"shift_{t.dataset}_{bb}"
         missing = missing_notes(t)
-        md = textables.render(t, markdown=True, missing=missing)
+        md = markdown(t, missing)
         write_text(tdir / f"{name}.tex", latex.fragment(t, missing))
         write_text(tdir / f"{name}_doc.tex", latex.document([name]))
         write_text(tdir / f"{name}.md", md + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from bench.core import measures as M
+from bench.report.footnotes import table_notes
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts, ci_note,
                                  columns, copied_note, method_name, rank_note)
 
@@ -69,10 +70,19 @@ def rows(table: Table, markdown: bool) -> list[list[str]]:
     return out
 
 
+def grid(table: Table, markdown: bool = False) -> str:
+    """The table's rows under its headers, without notes."""
+    return tabulate(rows(table, markdown), headers=headers(table),
+                    tablefmt="github" if markdown else "simple", disable_numparse=True)
+
+
 def render(table: Table, markdown: bool = False, missing=()) -> str:
-    fmt = "github" if markdown else "simple"
-    text = tabulate(rows(table, markdown), headers=headers(table), tablefmt=fmt,
-                    disable_numparse=True)
+    sep = "\n\n" if markdown else "\n"
+    return grid(table, markdown) + sep + sep.join(notes_of(table, missing))
+
+
+def notes_of(table: Table, missing=()) -> list[str]:
+    """The footnotes under a table, plain text."""
     notes = []
     if missing:
         notes.append("(n/N): mean over only n of the N seeds asked: " + "; ".join(missing))
@@ -84,6 +94,4 @@ def render(table: Table, markdown: bool = False, missing=()) -> str:
     if table.gap:
         notes.append("Gap: mean confidence - accuracy (x100); < 0 means under-confident")
     notes += ["†: " + copied_note(table)] if table.any_copied else []
-    notes += [n for n in (rank_note(table), ci_note(table)) if n]
-    sep = "\n\n" if markdown else "\n"
-    return text + sep + sep.join(notes)
+    return notes + [n for n in (rank_note(table), ci_note(table)) if n] + table_notes(table)

@@ -77,32 +77,47 @@ def check(opts: EvalOptions) -> tuple:
     return root, specs
 
 
+FILTERS = ("dataset", "method", "backbone")
+
+
 def selected(root, opts: EvalOptions) -> list:
-    """The keys of complete records under `root` passing the filters."""
+    """The keys of complete records under `root` passing the filters; a
+    filter naming what no record under `root` has is refused (one line)."""
     from bench.core import store
 
-    want = {f: _names(getattr(opts, f)) for f in ("dataset", "method", "backbone")}
-    return [k for k in store.iter_seed_dirs(root) if store.is_complete(k.path(root))
+    keys = list(store.iter_seed_dirs(root))
+    want = {f: _names(getattr(opts, f)) for f in FILTERS}
+    for f, names in want.items():
+        have = sorted({getattr(k, f) for k in keys})
+        unknown = sorted(names - set(have))
+        if unknown:
+            raise BenchError(f"--{f} {unknown[0]}: no record under {root} has it; "
+                             f"its records' {f}s: {', '.join(have) or 'none'}")
+    return [k for k in keys if store.is_complete(k.path(root))
             and all(not names or getattr(k, f) in names for f, names in want.items())]
 
 
 def evaluate_results(opts: EvalOptions, progress: bool = True) -> list[EvalRow]:
-    """Evaluate every selected record's missing sets; one row per record and set."""
+    """Evaluate every selected record's missing sets; one row per record and
+    set. Every source is read (and every corrupted set built) before any
+    record is evaluated: a set that cannot apply to the records (a site set
+    of other classes, their own dataset as ood:) stops here in one line."""
     from tqdm import tqdm
 
-    from bench.core.config import load_kwargs
+    from bench.core.config import parse_data_opts
     from bench.core.device import default_device
 
     root, specs = check(opts)
     keys = selected(root, opts)
     _check_sizes(root, keys, specs)
+    given = tuple(sorted(parse_data_opts(list(opts.data_opts)).items()))
+    _prepare(_plans(root, keys, given, progress), specs, opts.data_root, progress)
     device = opts.device or default_device()
-    options = tuple(sorted(load_kwargs(False, progress, opts.data_opts).items()))
     rows: list[EvalRow] = []
     bar = tqdm(keys, desc="eval", unit="record", disable=not progress, dynamic_ncols=True)
     for key in bar:
         bar.set_postfix_str(key.label, refresh=False)
-        rows += _one(key.path(root), root, specs, opts.data_root, options, device, progress)
+        rows += _one(key.path(root), root, specs, opts.data_root, given, device, progress)
     bar.close()
     return rows
 
@@ -125,7 +140,43 @@ def _check_sizes(root, keys, specs) -> None:
     check_sizes(specs, sizes)
 
 
-def _one(path, root, specs, data_root, options, device, progress) -> list[EvalRow]:
+def _plans(root, keys, given: tuple, progress: bool) -> set:
+    """(dataset, test size, classes, adapter options) of every record that
+    will be evaluated (intact, kept weights); a --data-opt contradicting a
+    record's own is refused here. A record whose config cannot be read is
+    left to its own row."""
+    from bench.core import store
+    from bench.core.record import Record
+    from bench.train.evaluate import record_options, train_config
+
+    plans = set()
+    for key in keys:
+        record = Record(key.path(root), root)
+        if store.verify(record.path) or not record.has_weights:
+            continue
+        try:
+            cfg = train_config(record)
+        except (BenchError, OSError, ValueError, TypeError):
+            continue
+        plans.add((key.dataset, cfg.test_size or cfg.image_size,
+                   tuple(record.config.get("classes") or []),
+                   record_options(record, given, progress)))
+    return plans
+
+
+def _prepare(plans: set, specs, data_root, progress: bool) -> None:
+    """Read every ood/site set, then build every corrupted set, once per plan
+    (bench.sweep.evals.prepare does the same for bench run)."""
+    from bench.train.evaluate import eval_data
+
+    for shift in (False, True):  # a set that cannot be read stops before minutes of corrupting
+        for dataset, size, classes, options in sorted(plans):
+            for spec in specs:
+                if (spec.kind == "shift") == shift:
+                    eval_data(spec, dataset, size, classes, data_root, options, progress)
+
+
+def _one(path, root, specs, data_root, given, device, progress) -> list[EvalRow]:
     from bench.core import store
     from bench.core.record import Record
 
@@ -138,16 +189,16 @@ def _one(path, root, specs, data_root, options, device, progress) -> list[EvalRo
         return [EvalRow(label, s.name, SKIPPED, why="trained without --keep-weights")
                 for s in specs]
     try:
-        return _evaluate(record, specs, data_root, options, device, progress)
+        return _evaluate(record, specs, data_root, given, device, progress)
     except BenchError as err:
         return [EvalRow(label, s.name, FAILED, why=str(err)) for s in specs]
 
 
-def _evaluate(record, specs, data_root, options, device, progress) -> list[EvalRow]:
+def _evaluate(record, specs, data_root, given, device, progress) -> list[EvalRow]:
     from bench.train.evaluate import evaluate_record, missing_sets, record_sets
 
     label = record.key.label
-    sets = record_sets(record, specs, data_root, options, progress)
+    sets = record_sets(record, specs, data_root, given, progress)
     todo = missing_sets(record, sets)
     rows = [EvalRow(label, d.spec.name, STORED) for d in sets
             if not any(d is t for t in todo)]

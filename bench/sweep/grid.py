@@ -19,6 +19,7 @@ from pathlib import Path
 from bench.sweep import runstate
 from bench.core import plugins, store
 from bench.core.config import TrainConfig
+from bench.core.errors import BenchError
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,17 @@ def experiment_for(spec: "RunSpec", method, missing_ok: bool = False):
                            dataset=spec.dataset), bundle
 
 
+def check_validation(dataset: str, bundle) -> None:
+    """An empty validation split stops the grid in one line: every run picks
+    its checkpoint on it (validation AUC at each cycle end) and every
+    calibrator is fitted on it."""
+    if len(bundle.val) == 0:
+        raise BenchError(f"dataset {dataset}: its validation split is empty; every run selects "
+                         "its checkpoint and fits +TS on it: give the dataset validation "
+                         f"images (its splits: {len(bundle.train)} train, 0 val, "
+                         f"{len(bundle.test)} test)")
+
+
 def check_weights_fit(backbone: str, cfg: TrainConfig, spec) -> None:
     """Build the backbone once and load a --weights file into it: a backbone
     without weights (smallcnn) or a state dict with other keys or shapes fails
@@ -221,6 +233,7 @@ def _build(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfi
                 # Method/dataset mismatches (e.g. more heads than classes) stop
                 # the sweep before anything trains.
                 method.check(bundle.num_classes)
+                check_validation(dataset, bundle)
                 if weights:  # a file that does not fit stops here, not once per run
                     check_weights_fit(backbone, exp.train, exp.weights)
                 experiments[exp.chash] = exp

@@ -18,6 +18,7 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
     outcomes, todo = [], []
     for s in specs:  # one look at each record: a run finishing meanwhile is counted once
         set_aside_if_damaged(s)
+        set_aside_damaged_state(s)
         if not s.force and store.is_complete(s.record):
             outcomes.append(Outcome.of(s, "skipped").to_dict())
         else:
@@ -59,6 +60,26 @@ def set_aside_if_damaged(spec) -> bool:
         return False
     moved = store.move_aside(spec.record)
     print(f"DAMAGED {spec.label}: {reason}; moved to {moved.name}, retraining", flush=True)
+    return True
+
+
+def set_aside_damaged_state(spec) -> bool:
+    """A killed run's resume state that is not a whole state file (its header
+    and size, bench.core.statefile.damage) is set aside here and said on the
+    terminal; the run then trains from step 0. (What only reading it whole
+    finds, a state saved for another run, its worker says in the run's log.)"""
+    from bench.core.statefile import damage
+    from bench.train.resume import set_aside
+
+    state = store.state_path(spec.record)
+    if spec.force or store.is_complete(spec.record) or not state.exists():
+        return False
+    why = damage(state)
+    if why is None:
+        return False
+    aside = set_aside(state)
+    print(f"DAMAGED STATE {spec.label}: resume state {state.name} ({why}); set aside as "
+          f"{aside.name}, training from step 0", flush=True)
     return True
 
 

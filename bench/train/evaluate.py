@@ -133,24 +133,71 @@ def eval_data(spec, dataset: str, size: int, classes, data_root=None, options: t
     return _LOADED[key]
 
 
-def images_digest(meta: dict) -> str:
-    """What identifies the images a set was (or is to be) computed on."""
-    return str(meta.get("set_sha256") or meta.get("images_sha256") or "")
-
-
 def missing_sets(record, sets: list) -> list:
     """The sets (EvalData) a record has not stored on the same images: a set
     stored with another digest (a rebuilt corruption set, an edited folder)
     is evaluated again; a damaged set file is too."""
     damaged = {name for name, _ in record.eval_damage()}
     return [d for d in sets if d.spec.name in damaged or d.spec.name not in record.evals
-            or images_digest(record.evals[d.spec.name]) != images_digest(d.meta)]
+            or evalfiles.images_digest(record.evals[d.spec.name])
+            != evalfiles.images_digest(d.meta)]
 
 
-def record_sets(record, specs, data_root=None, options: tuple = (), progress: bool = False):
-    """The EvalData of every spec at the record's own test size and classes."""
+def record_options(record, given: tuple = (), progress: bool = False) -> tuple:
+    """The adapter options that load the record's own splits: config.json's
+    `data_options` (an older record: the options its data identity names),
+    then `given` (--data-opt) for the keys the record leaves open (paths, a
+    cache folder); a given value that contradicts the record's is refused."""
+    from bench.core.config import load_kwargs
+
+    recorded = record.config.get("data_options")
+    if not isinstance(recorded, dict):
+        recorded = _options_in_identity(record.key.dataset, record.config.get("data") or {})
+    recorded = {k: str(v) for k, v in recorded.items()}
+    extra = {k: str(v) for k, v in given if k not in ("download", "progress")}
+    clash = sorted(k for k in extra if k in recorded and extra[k] != recorded[k])
+    if clash:
+        k = clash[0]
+        raise BenchError(f"--data-opt {k}={extra[k]}: {record.key.label} was trained and "
+                         f"tested with {k}={recorded[k]} (config.json); its evaluation sets "
+                         "are built from its own splits, so drop the --data-opt")
+    return tuple(sorted({**load_kwargs(False, progress, ()), **extra, **recorded}.items()))
+
+
+def _options_in_identity(dataset: str, identity: dict) -> dict:
+    """A record written before config.json kept `data_options`: digits keeps
+    each of its options in its data identity under the option's own name
+    (the other adapters' options are file paths, which --data-opt gives)."""
+    if dataset != "digits":
+        return {}
+    from bench.datasets.digits import OPTIONS
+
+    return {k: v for k, v in identity.items() if k in OPTIONS}
+
+
+def check_split(record, data) -> None:
+    """A shift set is the record's own test split corrupted: its labels must be
+    the record's test labels, or the set belongs to other images."""
+    if data.spec.kind != "shift":
+        return
+    mine = np.asarray(record.predictions["test_labels"])
+    theirs = np.asarray(data.labels)
+    if mine.shape != theirs.shape or not np.array_equal(mine, theirs):
+        raise BenchError(f"{record.key.label}: its shift set would be built from {len(theirs)} "
+                         f"test images, but the record was tested on {len(mine)} other ones "
+                         "(its data options do not rebuild its test split)")
+
+
+def record_sets(record, specs, data_root=None, given: tuple = (), progress: bool = False):
+    """The EvalData of every spec at the record's own test size and classes,
+    from its own data options (`record_options`); a shift set is checked to
+    be its test split."""
     cfg = train_config(record)
     size = cfg.test_size or cfg.image_size
     classes = record.config.get("classes") or []
-    return [eval_data(s, record.key.dataset, size, classes, data_root, options, progress)
+    options = record_options(record, given, progress)
+    sets = [eval_data(s, record.key.dataset, size, classes, data_root, options, progress)
             for s in specs]
+    for data in sets:
+        check_split(record, data)
+    return sets

@@ -134,6 +134,8 @@ def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: i
                  if BACKBONES.display_name(exp.backbone) else {}),
               # what `bench report --published-rows` compares with the published counts
               "split_sizes": {s: len(bundle.split(s)) for s in ("train", "val", "test")},
+              # the --data-opt values that load these splits again (bench eval)
+              "data_options": dict(getattr(bundle, "options", {})),
               "code": exp.code_dict(),
               "provenance": provenance(device)}
     store.write_record(path, config, record_metrics(result, bundle, n_params), {

@@ -31,14 +31,13 @@ import contextlib
 import os
 import random
 import sys
-import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from bench.core import statefile
+from bench.core import files
 from bench.core.files import write_atomic
 
 PARTS = ("loop", "stepper", "rng", "history")  # what restore() reads
@@ -130,9 +129,4 @@ class CycleState:
 def set_aside(path: Path) -> Path:
     """Rename a damaged state to <name>.damaged-<UTC time> beside it (kept for a
     look, never read again); returns the new path."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = path.with_name(f"{path.name}.damaged-{stamp}")
-    if target.exists():
-        target = path.with_name(f"{target.name}-{uuid.uuid4().hex[:6]}")
-    os.replace(path, target)
-    return target
+    return files.move_aside(path)

@@ -126,8 +126,9 @@ def test_point1_planted_pickle_in_the_image_cache_is_set_aside(tmp_path, capsys,
     again = cached_images(paths, 6, tmp_path / "cache", progress=False)
     np.testing.assert_array_equal(again, first)  # rebuilt from the images
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith(f"bench: warning: image cache {array} was damaged (")
-    assert array.with_name(array.stem + ".damaged").read_bytes() == make(marker)
+    assert line.startswith(f"bench: warning: cache file {array} was damaged (")
+    (aside,) = array.parent.glob(f"{array.name}.damaged-*")
+    assert aside.read_bytes() == make(marker)
     assert not marker.exists()
 
 

@@ -110,8 +110,9 @@ def test_point5_truncated_cache_is_named_set_aside_and_rebuilt(tmp_path, capsys,
     _load.cache_clear()
     assert main(COMMANDS[command]("folder", root, tmp_path)) == 0
     err = capsys.readouterr().err
-    assert f"image cache {victim} was damaged (truncated: 300 of" in err
-    assert victim.with_name(victim.stem + ".damaged").exists()
+    assert f"cache file {victim} was damaged (truncated: 300 of" in err
+    (aside,) = victim.parent.glob(f"{victim.name}.damaged-*")  # time-stamped, kept
+    assert aside.name in err
     _load.cache_clear()
     assert main(COMMANDS["run"]("folder", root, tmp_path / "again")) == 0  # rebuilt, readable
     from bench.datasets.cache import damage
