@@ -87,9 +87,9 @@ def test_run_members_writes_the_records_run_seed_writes(tiny, tmp_path):
     assert [g[0] for g in again] == ["skipped", "skipped", "done"]
 
 
-def test_fused_evaluation_shares_eval_batch_size_between_members(monkeypatch):
-    """A group of S evaluates eval_batch_size // S images per member per call
-    (the memory of one run's evaluation), with each member's own logits."""
+def test_fused_evaluation_gives_each_member_the_whole_eval_batch(monkeypatch):
+    """A group evaluates eval_batch_size images per member per call, as a run
+    alone does (issue 38), with each member's own logits."""
     from bench.train.fused import predict_fused
     from bench.train.loop import predict_logits
 
@@ -99,8 +99,8 @@ def test_fused_evaluation_shares_eval_batch_size_between_members(monkeypatch):
     sizes, call = [], FusedModel.__call__
     monkeypatch.setattr(FusedModel, "__call__",
                         lambda self, x, **kw: sizes.append(len(x)) or call(self, x, **kw))
-    out = predict_fused(fm, images, _cfg(eval_batch_size=7))  # 7 // 3 = 2 images each
-    assert sizes == [2] * 10
+    out = predict_fused(fm, images, _cfg(eval_batch_size=7))
+    assert sizes == [7, 7, 6]  # 20 images, 7 a call, for every member at once
     for s, m in enumerate(models):
         np.testing.assert_allclose(out[s], predict_logits(m, images, 20), rtol=1e-5, atol=1e-5)
 
