@@ -57,13 +57,17 @@ def ood(results_dir, cache_dir=None):
 
 
 def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=False,
-         cache_dir=None):
+         cache_dir=None, eval_sets: bool = False):
     """Conformal prediction sets as `bench report --sets --sets-alpha ALPHA`
     computes them, tidy (its sets/sets_long.csv): one row per dataset,
     backbone, method, variant (plain, ts unless `no_ts`, the calibrators of
     `variants`, dens), seed (none for D-Ens), score (lac, aps, raps), alpha,
     measure (coverage, setsize, sscov) and value (a fraction; set size in
-    classes)."""
+    classes). `eval_sets=True`: the same on the records' shift and site sets
+    (its sets/sets_shift_long.csv: eval_set, corruption, severity columns
+    too; site sets have neither)."""
+    import pandas as pd
+
     from bench.report import ReportOptions, cells, pipeline
 
     opts = ReportOptions(sets=True, sets_alpha=alpha, variants=variants, no_ts=no_ts,
@@ -73,6 +77,11 @@ def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=Fal
     cache = cells.cache_for(cache_dir) if cache_dir is not None else cells.Cache()
     data = pipeline.sets_report(opts, runs, cache)
     cache.save()
+    if eval_sets:
+        from bench.report.setshift import LONG_COLUMNS
+
+        return data.shifted.frame if data.shifted is not None else pd.DataFrame(
+            columns=LONG_COLUMNS)
     return data.frame
 
 

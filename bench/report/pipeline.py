@@ -107,12 +107,20 @@ def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict)
 
 def sets_report(opts: ReportOptions, runs, cache):
     """--sets: each run's trained row, +TS (unless --no-ts) and the --variants
-    calibrators, and D-Ens, as conformal prediction sets (bench.report.sets)."""
+    calibrators, and D-Ens, as conformal prediction sets (bench.report.sets),
+    on the test split and on the records' shift and site sets (setshift)."""
     from bench.core import variants as V
     from bench.report import sets
 
+    from bench.report import setshift
+
     calibrated = list(dict.fromkeys(([] if opts.no_ts else ["ts"]) + list(opts.variant_list)))
-    return sets.compute(runs, [V.PLAIN, *(V.get(v) for v in calibrated)], opts.sets_alpha, cache)
+    variants = [V.PLAIN, *(V.get(v) for v in calibrated)]
+    data = sets.compute(runs, variants, opts.sets_alpha, cache)
+    shifted = setshift.compute(runs, variants, opts.sets_alpha, cache)  # shift and site sets
+    data.shifted = shifted if shifted.rows else None
+    data.notes += shifted.notes
+    return data
 
 
 def _unlike(opts: ReportOptions, runs, pub: dict, labels: dict) -> dict[str, tuple]:

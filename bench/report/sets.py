@@ -88,6 +88,8 @@ class SetsData:
     rows: list = field(default_factory=list)  # LONG_COLUMNS tuples
     notes: list = field(default_factory=list)
     n_test: dict = field(default_factory=dict)  # dataset -> test split size (the table's mark)
+    # the records' shift and site sets (bench.report.setshift.ShiftSets), where any has one
+    shifted: object = None
 
     @property
     def frame(self) -> pd.DataFrame:

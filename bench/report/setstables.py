@@ -104,8 +104,10 @@ def markdown(data, stats, block, sections=None, labels=None) -> str:
     return text + "\n\n" + note(data.alpha)
 
 
-def fragment(data, stats, block, sections=None, labels=None) -> str:
-    """The LaTeX table float of one dataset x backbone, fitted to the line."""
+def fragment(data, stats, block, sections=None, labels=None, where: str = "",
+             tag: str = "sets") -> str:
+    """The LaTeX table float of one dataset x backbone, fitted to the line;
+    `where` is added to its title (e.g. ", on site X"), `tag` ends its label."""
     ds, bb = block
     rows, cells = body(data, stats, block, sections, labels, "$\\pm$", "$^\\blacktriangledown$")
     k, n_scores = len(M.set_names()), len(CF.SCORES.names())
@@ -123,11 +125,11 @@ def fragment(data, stats, block, sections=None, labels=None) -> str:
         LOW, "$^\\blacktriangledown$")
     title = (f"Conformal prediction sets on the \\textbf{{"
              f"{latex.tex_escape(dataset_name(ds, labels))} dataset}}, "
-             f"{latex.tex_escape(backbone_name(bb, labels))}")
+             f"{latex.tex_escape(backbone_name(bb, labels))}{latex.tex_escape(where)}")
     return "\n".join(["\\begin{table}", "\\centering", "\\setlength\\tabcolsep{2pt}",
                       latex.FIT_OPEN, "\n".join(lines) + "}",
                       "\\par\\smallskip{\\footnotesize " + tex_note + "\\par}",
-                      f"\\caption{{{title}.}}\\label{{tab:{ds}_{bb}_sets}}",
+                      f"\\caption{{{title}.}}\\label{{tab:{ds}_{bb}_{tag}}}",
                       "\\end{table}"]) + "\n"
 
 
@@ -157,7 +159,9 @@ def figure(data, stats, block, sections=None, labels=None):
         ax.set_xticks(x)
         ax.set_xticklabels([r.label for r in rows], rotation=60, ha="right", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
-    ax_c.legend(fontsize=7, loc="lower right")
+    # beside the axes, never over a bar (the saved figure's tight box keeps it)
+    ax_s.legend(*ax_c.get_legend_handles_labels(), fontsize=7, loc="upper left",
+                bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle(f"{dataset_name(ds, labels)} / {backbone_name(bb, labels)}: prediction sets "
                  f"at alpha = {data.alpha:g}", fontsize=9)
     return fig
@@ -194,4 +198,10 @@ def write(data: SetsData, out: Path, sections=None, labels=None,
                             out / "figures" / stem)
     written.append(write_frame(out / "sets" / "sets_long.csv", data.frame))
     written.append(write_frame(out / "sets" / "sets_table.csv", stats))
+    if data.shifted is not None:
+        from bench.report import setshifttables
+
+        files, more = setshifttables.write(data.shifted, out, sections, labels)
+        written += files
+        secs += more
     return written, secs
