@@ -135,8 +135,9 @@ class Report:
         return written
 
     def write_eval_reports(self, out: Path) -> tuple[list[Path], list[tuple]]:
-        """--shift, --ood and --sets: their files and report.md sections."""
-        from bench.report import ood, setstables, shifttables
+        """--shift, --ood and --sets (its shift and site sets too): their files
+        and report.md sections."""
+        from bench.report import ood, setshifttables, setstables, shifttables
 
         written, sections = [], []
         for rep, write in ((self.shift, lambda r: shifttables.write(r, out,
@@ -144,7 +145,9 @@ class Report:
                            (self.ood, lambda r: ood.write(r, out)),
                            (self.sets, lambda r: setstables.write(
                                r, out, self.options.sections, self.labels,
-                               not self.options.no_plots))):
+                               not self.options.no_plots)),
+                           (self.sets and self.sets.shifted, lambda r: setshifttables.write(
+                               r, out, self.options.sections, self.labels))):
             if rep is not None:
                 files, secs = write(rep)
                 written += files

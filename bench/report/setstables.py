@@ -198,10 +198,4 @@ def write(data: SetsData, out: Path, sections=None, labels=None,
                             out / "figures" / stem)
     written.append(write_frame(out / "sets" / "sets_long.csv", data.frame))
     written.append(write_frame(out / "sets" / "sets_table.csv", stats))
-    if data.shifted is not None:
-        from bench.report import setshifttables
-
-        files, more = setshifttables.write(data.shifted, out, sections, labels)
-        written += files
-        secs += more
     return written, secs
