@@ -39,7 +39,7 @@ class RunOptions(ExecutorOptions):
 
     method: str = option("sl1h", "method name(s), comma separated, 'paper' (the paper's 8 "
                          "trained methods), 'all' (also the extra baselines focal, flsd53) "
-                         "or 'extra' (MDCA, FL+MDCA, LS+MDCA, Brier, MMCE: docs/methods.md)")
+                         "or 'extra' (MDCA, FL+MDCA, LS+MDCA, Brier, MMCE, MC-Dropout: docs/methods.md)")
     dataset: str = option("digits", "dataset name(s), comma separated, or all")
     backbone: str | None = option(
         None, "backbone name(s), comma separated, or all / paper (the paper's resnet50, "

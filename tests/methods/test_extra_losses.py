@@ -13,6 +13,8 @@ import torch
 from bench.core.errors import BenchError
 from bench.methods import EXTRA, METHODS, create_method, training_methods
 
+LOSSES = ("mdca", "flmdca", "lsmdca", "brier", "mmce")  # the loss-only ones of the group
+
 
 def as_logits(p) -> torch.Tensor:
     """[B, K] probabilities -> [B, 1, K] logits whose softmax they are."""
@@ -125,7 +127,7 @@ def test_mmce_against_numpy(batch):
 
 def test_mdca_and_mmce_gradients_are_finite_and_reach_every_logit(batch):
     z, y = batch
-    for name in EXTRA:
+    for name in LOSSES:
         t = torch.tensor(z, dtype=torch.float64, requires_grad=True)
         create_method(name).loss(t[:, None, :], torch.tensor(y)).backward()
         assert torch.isfinite(t.grad).all() and (t.grad.abs() > 0).any(), name
@@ -141,8 +143,8 @@ def test_defaults_are_the_papers():
     assert (p.mmce_lambda, p.mmce_width) == (2.0, 0.4)
     names = {n: create_method(n).display() for n in EXTRA}
     assert names == {"mdca": "NLL+MDCA", "flmdca": "FL+MDCA", "lsmdca": "LS+MDCA",
-                     "brier": "Brier", "mmce": "MMCE"}
-    assert all(create_method(n).heads == 1 for n in EXTRA)
+                     "brier": "Brier", "mmce": "MMCE", "mcdropout": "MC-Dropout"}
+    assert all(create_method(n).heads == 1 for n in LOSSES)
 
 
 def test_bad_value_is_one_line():
@@ -171,5 +173,5 @@ def test_dry_run_of_the_group(capsys):
                  "--seeds", "1", "--dry-run", "--results", "/tmp/never-written-41"]) == 0
     out = capsys.readouterr().out
     for text in ("mdca_beta=1.0 mdca_gamma=1.0", "mdca_beta=1.0 mdca_epsilon=0.1",
-                 "mmce_lambda=2.0 mmce_width=0.4", "5 runs"):
+                 "mmce_lambda=2.0 mmce_width=0.4", "mc_p=0.5 mc_passes=10", "6 runs"):
         assert text in out

@@ -33,6 +33,7 @@ BOUNDS = {
     ("lsmdca", "mdca_epsilon"): UNIT,
     ("mmce", "mmce_lambda"): AT_LEAST_0,
     ("mmce", "mmce_width"): POSITIVE,
+    ("mcdropout", "mc_p"): ("open", None),  # a dropout rate: 0 < p < 1
 }
 
 
@@ -69,6 +70,8 @@ def test_each_bound_probed_inside_on_and_outside(name, key):
     kind, _ = BOUNDS[(name, key)]
     if kind == "ge":
         inside, outside = [0.0, 0.5, 0.999, 1.0, 7.5], [-0.5, -1e-9, -3.0]
+    elif kind == "open":
+        inside, outside = [1e-6, 0.5, 0.999], [0.0, 1.0, -0.1, 1.5]
     elif kind == "gt":
         inside, outside = [1e-6, 0.4, 1.0, 7.5], [0.0, -1e-9, -3.0]
     else:
