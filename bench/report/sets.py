@@ -61,7 +61,8 @@ def set_values(variant: V.Variant, preds, alpha: float) -> dict:
     return out
 
 
-def _versions() -> str:
+def versions() -> str:
+    """The scores' and set measures' versions, part of every sets cache key."""
     scores = ",".join(f"{s}{CF.SCORES.get(s).version}" for s in CF.SCORES.names())
     return scores + ";" + ",".join(f"{m}{M.get(m).version}" for m in M.set_names())
 
@@ -69,7 +70,7 @@ def _versions() -> str:
 def entry(records: list, variant: V.Variant, alpha: float, cache: Cache) -> dict:
     """set_values of one record (an ensemble: all members), cached."""
     name = f"sets:{alpha!r}:{variant.name}:" + "|".join(str(r.path) for r in records)
-    key = f"v{VERSION}.{variant.version}:{_versions()}:" + "|".join(r.digest for r in records)
+    key = f"v{VERSION}.{variant.version}:{versions()}:" + "|".join(r.digest for r in records)
     hit = cache.used.get(name) or cache.entries.get(name)
     if not (hit and hit.get("key") == key):
         preds = [r.predictions for r in records]

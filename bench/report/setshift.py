@@ -27,7 +27,7 @@ from bench.core.errors import BenchError
 from bench.core.paper import DENS, ENSEMBLE_OF
 from bench.report import shift as S
 from bench.report.cells import Cache
-from bench.report.sets import MIN_MEMBERS, VERSION, _versions, on_validation, row_key
+from bench.report.sets import MIN_MEMBERS, VERSION, versions, on_validation, row_key
 
 SITE_PREFIX = "site-"
 LONG_COLUMNS = ["dataset", "backbone", "method", "variant", "seed", "eval_set", "corruption",
@@ -52,7 +52,7 @@ def measured(cal, test_probs, labels, alpha: float) -> dict:
 
 def _cached(name: str, records, variant, alpha, cache: Cache, compute) -> dict:
     key_name = f"sets-{name}:{alpha!r}:{variant.name}:" + "|".join(str(r.path) for r in records)
-    key = f"v{VERSION}.{variant.version}:{_versions()}:" + "|".join(
+    key = f"v{VERSION}.{variant.version}:{versions()}:" + "|".join(
         f"{r.digest}/{r.eval_digest(name)}" for r in records)
     hit = cache.used.get(key_name) or cache.entries.get(key_name)
     if not (hit and hit.get("key") == key):
