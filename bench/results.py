@@ -7,7 +7,8 @@ record's saved test logits, every other measure of bench.core.measures
 ACC / ECE / NLL (`test_acc_boot_lo`, ..., `boot_resamples`, `boot_seed`).
 See bench.report.frame and bench.report.cells. `shift(results_dir)` and
 `ood(results_dir)`: the records' evaluation sets as tidy frames, the data of
-`bench report --shift` / `--ood`."""
+`bench report --shift` / `--ood`; `sets(results_dir)`: conformal prediction
+sets (`bench report --sets`)."""
 from bench.core import measures as _measures
 from bench.core.record import COSTS
 from bench.report import frame
@@ -55,6 +56,35 @@ def ood(results_dir, cache_dir=None):
     return _eval_frame(results_dir, "ood", cache_dir)
 
 
+def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=False,
+         cache_dir=None, eval_sets: bool = False):
+    """Conformal prediction sets as `bench report --sets --sets-alpha ALPHA`
+    computes them, tidy (its sets/sets_long.csv): one row per dataset,
+    backbone, method, variant (plain, ts unless `no_ts`, the calibrators of
+    `variants`, dens), seed (none for D-Ens), score (lac, aps, raps), alpha,
+    measure (coverage, setsize, sscov) and value (a fraction; set size in
+    classes). `eval_sets=True`: the same on the records' shift and site sets
+    (its sets/sets_shift_long.csv: eval_set, corruption, severity columns
+    too; site sets have neither)."""
+    import pandas as pd
+
+    from bench.report import ReportOptions, cells, pipeline
+
+    opts = ReportOptions(sets=True, sets_alpha=alpha, variants=variants, no_ts=no_ts,
+                         no_plots=True, no_progress=True)
+    opts.validate()
+    runs, _, _ = pipeline.load(results_dir, opts)
+    cache = cells.cache_for(cache_dir) if cache_dir is not None else cells.Cache()
+    data = pipeline.sets_report(opts, runs, cache)
+    cache.save()
+    if eval_sets:
+        from bench.report.setshift import LONG_COLUMNS
+
+        return data.shifted.frame if data.shifted is not None else pd.DataFrame(
+            columns=LONG_COLUMNS)
+    return data.frame
+
+
 def _eval_frame(results_dir, kind: str, cache_dir, **options):
     from bench.report import ReportOptions, cells, evalsets, pipeline
     from bench.report import ood as ood_report
@@ -70,4 +100,4 @@ def _eval_frame(results_dir, kind: str, cache_dir, **options):
     return rep.frame
 
 
-__all__ = ["load", "shift", "ood", "damaged", "METRICS", "COSTS"]
+__all__ = ["load", "shift", "ood", "sets", "damaged", "METRICS", "COSTS"]

@@ -4,6 +4,7 @@ What it may import: the README's "Layout" table (tests/test_layout.py enforces i
 """
 from .base import METHODS, Method, create_method, method_params  # noqa: F401
 from . import sl1h, ls, mbls, mixup, dca, mhml, focal  # noqa: F401
+from . import mdca, brier, mmce, mcdropout  # noqa: F401
 from bench.core.paper import EXTRA_BASELINES, PAPER_METHODS
 
 # `--method all`, in the paper's table order, then the released code's extra
@@ -12,9 +13,26 @@ from bench.core.paper import EXTRA_BASELINES, PAPER_METHODS
 # tables, so ranks compare with the paper's.
 PAPER_ORDER = PAPER_METHODS + EXTRA_BASELINES
 
+# `--method extra`: the calibration baselines reviewers ask for beside the
+# paper's (issue 41; docs/methods.md). A group of its own, kept out of
+# `--method all`, so `all`, `./run_all.sh --quick` and their reports train
+# and print what they did before these were added.
+EXTRA = ("mdca", "flmdca", "lsmdca", "brier", "mmce", "mcdropout")
+METHOD_GROUPS = {"extra": EXTRA}
+
 
 def training_methods() -> list[str]:
     """Names `bench run --method all` trains: every registered training method,
-    paper order first, any later registration (a new plugin) appended."""
-    extra = [n for n in METHODS.names() if n not in PAPER_ORDER and n != "mhml"]
+    paper order first, any later registration (a new plugin) appended; not
+    mhml, nor the `extra` group (METHOD_GROUPS)."""
+    grouped = {n for names in METHOD_GROUPS.values() for n in names}
+    extra = [n for n in METHODS.names() if n not in PAPER_ORDER and n != "mhml"
+             and n not in grouped]
     return [n for n in PAPER_ORDER if n in METHODS] + extra
+
+
+def every_method() -> list[str]:
+    """training_methods() and then every method group's: the methods whose
+    --set keys `bench list --keys` lists and an unknown key is looked up in."""
+    out = training_methods()
+    return out + [n for names in METHOD_GROUPS.values() for n in names if n not in out]

@@ -54,11 +54,11 @@ def list_registries() -> str:
 def keys_table() -> str:
     """Every --set key: training keys (paper profile defaults), then method keys,
     each as its dataclass field declares it (bench.core.settings)."""
-    from bench.methods import method_params, training_methods
+    from bench.methods import every_method, method_params
 
     rows = [_key_row(PROFILES["paper"], f, "all") for f in dataclasses.fields(TrainConfig)]
     seen: dict = {}
-    for name in training_methods() + ["mhml"]:
+    for name in every_method() + ["mhml"]:
         params = method_params(name)
         for f in dataclasses.fields(params):
             row = _key_row(params, f, "")

@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from bench.core import calibration_measures as C
+from bench.core import conformal as CF
 from bench.core import metrics as M
 from bench.core.debiased import dl2ce_interval_resamples
 from bench.core.registry import Registry
@@ -44,6 +45,10 @@ class Measure:
     # 2.5 and 97.5 percentiles are the measure's bootstrap interval over test
     # samples (calibration_measures; dl2ce's are recentred: bench.core.debiased)
     resample: Callable | None = None
+    # a prediction-set measure: fn(sets [N, K] bool, labels) -> float, of the
+    # conformal sets of `bench report --sets` (bench.core.conformal), never a
+    # column of the probability tables: names() and all_measures() leave it out
+    sets: bool = False
     version: int = 1
     help: str = ""
 
@@ -95,11 +100,17 @@ def get(name: str) -> Measure:
 
 
 def names() -> list[str]:
-    return MEASURES.names()
+    """The measures of probabilities (every table column, CSV, --metrics)."""
+    return [n for n in MEASURES.names() if not MEASURES.get(n).sets]
 
 
 def all_measures() -> list[Measure]:
-    return [MEASURES.get(n) for n in MEASURES.names()]
+    return [MEASURES.get(n) for n in names()]
+
+
+def set_names() -> list[str]:
+    """The measures of prediction sets (bench report --sets), in registration order."""
+    return [n for n in MEASURES.names() if MEASURES.get(n).sets]
 
 
 def stored() -> tuple[str, ...]:
@@ -169,3 +180,14 @@ _add("smece", C.smooth_ece, "smECE", help="smooth ECE (Blasiok and Nakkiran 2024
 _add("aurc", C.aurc, "AURC", help="area under the risk-coverage curve")
 for _n in C.BIN_COUNTS:
     _add(f"ece{_n}", C.ece_at(_n), f"ECE{_n}", help=f"ECE with {_n} equal-width bins")
+
+# Prediction sets (bench report --sets): of the sets, not of probabilities.
+# Coverage is signed in the sense that matters (near 1 - alpha, not "higher"):
+# never ranked; smaller sets are better at equal coverage.
+_add("coverage", CF.coverage, "Cov", higher=None, rank=False, sets=True,
+     help="prediction sets: share of images whose true class is in the set (bench report --sets)")
+_add("setsize", CF.mean_size, "Size", hi=float("inf"), rank=False, sets=True,
+     help="prediction sets: mean number of classes per set")
+_add("sscov", CF.size_stratified_coverage, "SSC", higher=True, rank=False, sets=True,
+     help="prediction sets: lowest coverage among set-size strata 0-1, 2-3, 4-10, 11-100, 101+ "
+          "(Angelopoulos et al. 2021)")

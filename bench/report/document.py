@@ -54,6 +54,7 @@ class Report:
     # --shift: bench.report.shifttables.ShiftReport (its `frame`: the tidy shift measures)
     shift: object = None
     ood: object = None  # --ood: bench.report.ood.OodReport (its `frame`)
+    sets: object = None  # --sets: bench.report.sets.SetsData (its `frame`)
     paths: tuple = ()
     text: str = ""
 
@@ -134,13 +135,19 @@ class Report:
         return written
 
     def write_eval_reports(self, out: Path) -> tuple[list[Path], list[tuple]]:
-        """--shift and --ood: their files and report.md sections."""
-        from bench.report import ood, shifttables
+        """--shift, --ood and --sets (its shift and site sets too): their files
+        and report.md sections."""
+        from bench.report import ood, setshifttables, setstables, shifttables
 
         written, sections = [], []
         for rep, write in ((self.shift, lambda r: shifttables.write(r, out,
                                                                    not self.options.no_plots)),
-                           (self.ood, lambda r: ood.write(r, out))):
+                           (self.ood, lambda r: ood.write(r, out)),
+                           (self.sets, lambda r: setstables.write(
+                               r, out, self.options.sections, self.labels,
+                               not self.options.no_plots)),
+                           (self.sets and self.sets.shifted, lambda r: setshifttables.write(
+                               r, out, self.options.sections, self.labels))):
             if rep is not None:
                 files, secs = write(rep)
                 written += files

@@ -115,6 +115,15 @@ class ReportOptions(Options):
         False, "out-of-distribution detection: AUROC / FPR95 of MSP, entropy and (multi-head) "
         "the heads' mutual information per dataset x backbone x OOD set; needs records "
         "evaluated with --eval ood:DATASET")
+    # conformal prediction sets (bench.core.conformal; docs/reports.md, "Prediction sets")
+    sets: bool = option(
+        False, "conformal prediction sets (LAC, APS, RAPS) calibrated on the validation split: "
+        "coverage, mean set size and size-stratified coverage per method and calibrator (+TS, "
+        "--variants, D-Ens); a table and a figure per dataset x backbone, tidy CSVs")
+    # not --alpha: that is the significance level of --significance already
+    sets_alpha: float = option(
+        0.1, "miscoverage of --sets, in (0, 1) (default 0.1: sets that hold the true class "
+        "90%% of the time)")
     no_ts: bool = option(False, "skip temperature scaling")
     no_plots: bool = option(False)
     # bench.api.report shows no progress bar unless asked (no_progress=False)
@@ -125,6 +134,10 @@ class ReportOptions(Options):
         if not 0 < self.alpha < 1:
             raise BenchError(f"--alpha {self.alpha}: a significance level must be > 0 and < 1 "
                              "(e.g. 0.05)")
+        if self.sets or self.sets_alpha != 0.1:
+            from bench.core.conformal import check_alpha
+
+            check_alpha(self.sets_alpha)
         if self.test not in TESTS:
             raise choices_error("--test", self.test, TESTS)
         if self.compare is not None and self.compare not in COMPARE_CHOICES:

@@ -86,6 +86,8 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
         notes += f_notes
     shift_rep = shift_report(opts, runs, cache, expected, labels) if opts.shift else None
     ood_rep = ood.compute(runs, cache, labels, opts.sections) if opts.ood else None
+    sets_rep = sets_report(opts, runs, cache) if opts.sets else None
+    notes += sets_rep.notes if sets_rep is not None else []
     # a damaged manifest is named by both --shift and --ood: once here
     notes += dict.fromkeys(n for r in (shift_rep, ood_rep) if r is not None for n in r.notes)
     return Report(
@@ -93,7 +95,7 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
         runs=aggregate.runs_frame(runs, cache), groups=aggregate.cells_frame(cells, expected),
         significance=sig, friedman=pd.DataFrame(f_rows, columns=FRIEDMAN_COLUMNS),
         comparison=_comparison(cells) if opts.compare == "paper" else None,
-        cd_results=cd, cache=cache, shift=shift_rep, ood=ood_rep)
+        cd_results=cd, cache=cache, shift=shift_rep, ood=ood_rep, sets=sets_rep)
 
 
 def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict):
@@ -109,6 +111,24 @@ def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict)
     data = shift.compute(runs, variants, cache, which)
     return shifttables.build(data, variants[1:], expected, opts.metric_columns,
                              not opts.no_gap, opts.sections, labels)
+
+
+def sets_report(opts: ReportOptions, runs, cache):
+    """--sets: each run's trained row, +TS (unless --no-ts) and the --variants
+    calibrators, and D-Ens, as conformal prediction sets (bench.report.sets),
+    on the test split and on the records' shift and site sets (setshift)."""
+    from bench.core import variants as V
+    from bench.report import sets
+
+    from bench.report import setshift
+
+    calibrated = list(dict.fromkeys(([] if opts.no_ts else ["ts"]) + list(opts.variant_list)))
+    variants = [V.PLAIN, *(V.get(v) for v in calibrated)]
+    data = sets.compute(runs, variants, opts.sets_alpha, cache)
+    shifted = setshift.compute(runs, variants, opts.sets_alpha, cache)  # shift and site sets
+    data.shifted = shifted if shifted.rows else None
+    data.notes += shifted.notes
+    return data
 
 
 def _unlike(opts: ReportOptions, runs, pub: dict, labels: dict) -> dict[str, tuple]:

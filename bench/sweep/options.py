@@ -38,7 +38,8 @@ class RunOptions(ExecutorOptions):
     executor's fields (and their defaults) are ExecutorOptions'."""
 
     method: str = option("sl1h", "method name(s), comma separated, 'paper' (the paper's 8 "
-                         "trained methods) or 'all' (also the extra baselines)")
+                         "trained methods), 'all' (also the extra baselines focal, flsd53) "
+                         "or 'extra' (MDCA, FL+MDCA, LS+MDCA, Brier, MMCE, MC-Dropout: docs/methods.md)")
     dataset: str = option("digits", "dataset name(s), comma separated, or all")
     backbone: str | None = option(
         None, "backbone name(s), comma separated, or all / paper (the paper's resnet50, "

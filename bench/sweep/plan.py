@@ -86,7 +86,8 @@ def resolve_run(opts: RunOptions):
     """Validate every name and override before any data is loaded: (seeds,
     methods, training config, datasets, backbones, per-method --set values)."""
     from bench.datasets import DATASETS
-    from bench.methods import METHODS, create_method, method_params, training_methods
+    from bench.methods import (METHOD_GROUPS, METHODS, create_method, method_params,
+                               training_methods)
 
     seeds = parse_seeds(opts.seeds)
     base = get_profile(opts.profile)
@@ -100,7 +101,8 @@ def resolve_run(opts: RunOptions):
                                   aliases={"all": list(PAPER_BACKBONES),
                                            "paper": list(PAPER_BACKBONES)})]
     names = expand_names(opts.method, training_methods(), "method", METHODS,
-                         aliases={"paper": list(PAPER_METHODS), DENS: [ENSEMBLE_OF]})
+                         aliases={"paper": list(PAPER_METHODS), DENS: [ENSEMBLE_OF],
+                                  **{g: list(n) for g, n in METHOD_GROUPS.items()}})
     check_ensemble(opts.method, seeds)
     given = dict(opts.overrides)  # (key, value) pairs: text from the command line
     owned = {name: field_types(method_params(name)) for name in names}
@@ -218,9 +220,9 @@ def check_data_paths(data_root, data_opts) -> None:
 
 def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
     """An unknown --set key; when other methods have it, name them."""
-    from bench.methods import method_params, training_methods
+    from bench.methods import every_method, method_params
 
-    owners = [m for m in training_methods()
+    owners = [m for m in every_method()
               if key in {f.name for f in dataclasses.fields(method_params(m))}]
     if owners:
         return BenchError(f"--set {key}: not a key of {', '.join(names)}; it belongs to "

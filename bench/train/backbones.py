@@ -52,8 +52,11 @@ def create_backbone(name: str, image_size: int, pretrained: bool = False,
 
 def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
                 pretrained: bool = False, weights: Optional["WeightsSpec"] = None,
-                impl: str = "torchvision", drop_path: float = -1.0
+                impl: str = "torchvision", drop_path: float = -1.0, mc_dropout: float = 0.0
                 ) -> tuple[MultiHeadNet, Backbone]:
+    """The model: `heads` linear heads on the backbone's features, or with
+    `mc_dropout` > 0 one linear head after that dropout rate, run `heads`
+    times (MC-Dropout's passes, bench.train.nets.MCDropoutNet)."""
     bb = create_backbone(backbone, image_size, pretrained, weights, impl, drop_path)
     if image_size < bb.min_size:
         from bench.core.errors import BenchError
@@ -61,8 +64,10 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
         raise BenchError(f"backbone '{backbone}' needs images of at least {bb.min_size} px, "
                          f"got {image_size}; use --set image_size="
                          f"{fit_size(backbone, image_size, impl)}")
-    from bench.train.nets import MultiHeadNet
+    from bench.train.nets import MCDropoutNet, MultiHeadNet
 
+    if mc_dropout > 0:
+        return MCDropoutNet(bb, heads, num_classes, mc_dropout), bb
     return MultiHeadNet(bb, heads, num_classes), bb
 
 

@@ -45,7 +45,8 @@ def model_for(record, device="cpu"):
     classes = record.config.get("classes") or []
     torch.manual_seed(0)  # the weights are replaced: any start will do, the same each time
     model, _ = build_model(record.backbone, cfg.image_size, record.heads, len(classes),
-                           pretrained=False, impl=cfg.backbone_impl, drop_path=cfg.drop_path)
+                           pretrained=False, impl=cfg.backbone_impl, drop_path=cfg.drop_path,
+                           mc_dropout=mc_dropout_of(record.config))
     try:
         model.load_state_dict(state)
     except RuntimeError as err:
@@ -53,6 +54,22 @@ def model_for(record, device="cpu"):
         raise BenchError(f"{record.key.label}: kept weights do not fit the rebuilt "
                          f"{record.backbone} ({first})") from None
     return model.to(device).eval()
+
+
+def mc_dropout_of(config: dict) -> float:
+    """The MC-Dropout rate a record's model was built with (0: none): its
+    method rebuilt with the recorded hyper-parameters (a method that is not
+    registered here, e.g. a plugin not loaded, builds the plain model)."""
+    from bench.methods import METHODS
+
+    name = config.get("method")
+    if name not in METHODS:
+        return 0.0
+    method = METHODS.get(name)()
+    params = dataclasses.replace(method.params, **{
+        k: v for k, v in (config.get("method_params") or {}).items()
+        if k in {f.name for f in dataclasses.fields(method.params)}})
+    return float(getattr(type(method)(method.name, params), "mc_dropout", 0.0))
 
 
 def predict_array(model, images: np.ndarray, cfg: TrainConfig, device) -> np.ndarray:

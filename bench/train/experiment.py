@@ -117,7 +117,8 @@ def init_model(exp: Experiment, bundle, method, seed: int):
     torch.manual_seed(seed)
     return build_model(exp.backbone, exp.train.image_size, method.heads, bundle.num_classes,
                        pretrained=exp.train.pretrained, weights=exp.weights,
-                       impl=exp.train.backbone_impl, drop_path=exp.train.drop_path)
+                       impl=exp.train.backbone_impl, drop_path=exp.train.drop_path,
+                       mc_dropout=getattr(method, "mc_dropout", 0.0))
 
 
 def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: int,

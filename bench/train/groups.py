@@ -44,9 +44,12 @@ def methods_key(spec) -> tuple:
     file is read) and never looser than the payload itself."""
     from bench.methods import create_method
 
-    heads = create_method(spec.method, dict(spec.method_overrides)).heads
+    method = create_method(spec.method, dict(spec.method_overrides))
+    # MC-Dropout's T passes are T "heads" of one linear layer: not the
+    # parameters of a T-head model, so the two never stack
+    arch = (method.heads, getattr(method, "mc_dropout", 0.0) > 0)
     return (spec.dataset, spec.backbone, spec.train, spec.sizes, spec.data_root,
-            spec.load_options, spec.weights, heads, spec.results, spec.device)
+            spec.load_options, spec.weights, arch, spec.results, spec.device)
 
 
 def fuse_groups(specs, mode: str = "seeds", max_size: int | None = None) -> list[list]:

@@ -36,6 +36,41 @@ class MultiHeadNet(nn.Module):
         return torch.stack([h(f) for h in self.per_head], dim=1)
 
 
+class AlwaysDropout(nn.Module):
+    """Dropout that samples in eval mode too: MC-Dropout's stochastic passes
+    (Gal and Ghahramani 2016) are dropout kept on at test time. Drawn out of
+    place from the input's own shape, so under vmap(randomness="different")
+    every fused member draws its own masks."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.dropout(x, self.p, training=True)
+
+
+class MCDropoutNet(nn.Module):
+    """One classifier after dropout on the features, run `passes` times with
+    independent masks: forward returns [B, T, K], the T passes standing as
+    heads, so every measure, TS and the heads' mutual information read them
+    as they read a multi-head model's. Dropout acts after the features only,
+    so the backbone runs once per image whatever T."""
+
+    def __init__(self, backbone, passes: int, num_classes: int, p: float):
+        super().__init__()
+        self.backbone = backbone.features
+        self.heads, self.num_classes = passes, num_classes
+        self.prefix = backbone.head_prefix() if backbone.head_prefix else nn.Identity()
+        self.drop = AlwaysDropout(p)
+        self.head = nn.Linear(backbone.dim, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.prefix(self.backbone(x))
+        f = f.unsqueeze(1).expand(-1, self.heads, f.shape[-1])  # [B, T, D], no copy
+        return self.head(self.drop(f))
+
+
 def conv_bn(cin: int, cout: int, stride: int) -> nn.Sequential:
     return nn.Sequential(
         nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),

@@ -2,7 +2,7 @@
 
 The table below is the expectation, written from the methods' definitions (not read
 from the code's declared ranges): a weight, margin or exponent is any value >= 0 (0 turns the
-term off), a smoothing epsilon or a probability threshold is in [0, 1], a head count
+term off), a kernel width any value > 0, a smoothing epsilon or a probability threshold is in [0, 1], a head count
 is a whole number >= 1. Each bound is probed just inside, on it and just outside,
 so a bound moved by one (ge(0) -> ge(1)) or opened fails here.
 """
@@ -14,7 +14,7 @@ from bench.core.errors import BenchError
 from bench.core.settings import specs
 from bench.methods import METHODS, create_method
 
-AT_LEAST_0, UNIT = ("ge", 0.0), ("unit", None)
+AT_LEAST_0, UNIT, POSITIVE = ("ge", 0.0), ("unit", None), ("gt", 0.0)
 BOUNDS = {
     ("ls", "epsilon"): UNIT,
     ("mbls", "margin"): AT_LEAST_0,
@@ -25,6 +25,15 @@ BOUNDS = {
     ("flsd53", "gamma_low"): AT_LEAST_0,
     ("flsd53", "gamma_high"): AT_LEAST_0,
     ("flsd53", "threshold"): UNIT,
+    # --method extra: a kernel width is any value > 0 (0 would divide by it)
+    ("mdca", "mdca_beta"): AT_LEAST_0,
+    ("flmdca", "mdca_beta"): AT_LEAST_0,
+    ("flmdca", "mdca_gamma"): AT_LEAST_0,
+    ("lsmdca", "mdca_beta"): AT_LEAST_0,
+    ("lsmdca", "mdca_epsilon"): UNIT,
+    ("mmce", "mmce_lambda"): AT_LEAST_0,
+    ("mmce", "mmce_width"): POSITIVE,
+    ("mcdropout", "mc_p"): ("open", None),  # a dropout rate: 0 < p < 1
 }
 
 
@@ -61,6 +70,10 @@ def test_each_bound_probed_inside_on_and_outside(name, key):
     kind, _ = BOUNDS[(name, key)]
     if kind == "ge":
         inside, outside = [0.0, 0.5, 0.999, 1.0, 7.5], [-0.5, -1e-9, -3.0]
+    elif kind == "open":
+        inside, outside = [1e-6, 0.5, 0.999], [0.0, 1.0, -0.1, 1.5]
+    elif kind == "gt":
+        inside, outside = [1e-6, 0.4, 1.0, 7.5], [0.0, -1e-9, -3.0]
     else:
         inside, outside = [0.0, 1e-6, 0.5, 0.999, 1.0], [-0.01, 1.0001, 1.5]
     assert [accepted(name, key, v) for v in inside] == [True] * len(inside)

@@ -1,0 +1,122 @@
+"""Tables of prediction sets under shift and on other sites (`bench report
+--sets` on records with `--eval shift` / `--eval site:SOURCE` sets).
+
+Shift: one table per dataset x backbone, a row per table row (method,
+calibrated rows, D-Ens), per score a block of coverage at each severity
+(0 = clean, then 1..5; mean over corruptions, then over seeds), and Δ: the
+coverage at the worst severity minus the target 1 - alpha, i.e. by how much
+the guarantee breaks. Site: per site set the in-distribution table's layout
+(bench.report.setstables), the site's images as the test split.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from tabulate import tabulate
+
+from bench.core import conformal as CF
+from bench.core.files import write_text
+from bench.report import latex, setstables
+from bench.report.aggregate import write_frame
+from bench.report.setshift import SITE_PREFIX, ShiftSets, stats_frame
+from bench.report.shift import SHIFT
+from bench.report.tables import backbone_name, dataset_name
+
+DASH = "–"
+
+
+def _shift_cells(stats: pd.DataFrame, rows, severities) -> list[list[str]]:
+    cov = stats[stats["measure"] == "coverage"]
+    out = []
+    for r in rows:
+        cells = []
+        for s in CF.SCORES.names():
+            mine = cov[(cov["row"] == r.key) & (cov["score"] == s)]
+            by = {int(v): m for v, m in zip(mine["severity"], mine["mean"])}
+            cells += [f"{by[v] * 100:.1f}" if v in by else DASH for v in severities]
+            gap = mine.loc[mine["severity"] == max(severities), "gap"]
+            cells.append(f"{gap.iloc[0] * 100:+.1f}" if len(gap) else DASH)
+        out.append(cells)
+    return out
+
+
+def shift_note(alpha: float) -> str:
+    return (f"Coverage (x100) of split conformal sets at alpha = {alpha:g} (target "
+            f"{100 * (1 - alpha):g}%), calibrated on the in-distribution validation split after "
+            "each row's calibrator, on the corrupted test images: mean over corruptions at each "
+            "severity (0: clean), then over seeds. Δ: coverage at the highest severity minus "
+            "the target. Set sizes: sets/sets_shift_table.csv.")
+
+
+def shift_markdown(data: ShiftSets, stats, block, sections=None, labels=None) -> str:
+    sub = _block(stats, block, SHIFT)
+    rows = setstables.table_rows(data, sub, block, sections, labels)
+    sevs = sorted(int(v) for v in sub["severity"].dropna().unique())
+    heads = [f"{CF.SCORES.get(s).head} {'clean' if v == 0 else v}" if v is not None else
+             f"{CF.SCORES.get(s).head} Δ" for s in CF.SCORES.names() for v in [*sevs, None]]
+    body = [[r.label, *c] for r, c in zip(rows, _shift_cells(sub, rows, sevs))]
+    return tabulate(body, headers=["Method", *heads], tablefmt="github",
+                    disable_numparse=True) + "\n\n" + shift_note(data.alpha)
+
+
+def shift_fragment(data: ShiftSets, stats, block, sections=None, labels=None) -> str:
+    ds, bb = block
+    sub = _block(stats, block, SHIFT)
+    rows = setstables.table_rows(data, sub, block, sections, labels)
+    sevs = sorted(int(v) for v in sub["severity"].dropna().unique())
+    k, n = len(sevs) + 1, len(CF.SCORES.names())
+    lines = [f"\\begin{{tabular}}{{l {'c' * k * n}}}", "\\toprule",
+             "& " + " & ".join(f"\\multicolumn{{{k}}}{{c}}{{\\textbf{{{CF.SCORES.get(s).head}}}}}"
+                               for s in CF.SCORES.names()) + " \\\\",
+             " ".join(f"\\cmidrule(lr){{{2 + i * k}-{1 + (i + 1) * k}}}" for i in range(n)),
+             "Severity & " + " & ".join([*("clean" if v == 0 else str(v) for v in sevs),
+                                         "$\\Delta$"] * n) + " \\\\", "\\midrule"]
+    lines += [f"\\textbf{{{latex.tex_escape(r.label)}}} & " + " & ".join(
+        c.replace(DASH, "--") for c in cs) + " \\\\"
+        for r, cs in zip(rows, _shift_cells(sub, rows, sevs))]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    note = latex.tex_escape(shift_note(data.alpha)).replace("Δ", "$\\Delta$")
+    title = (f"Conformal prediction sets under distribution shift on the \\textbf{{"
+             f"{latex.tex_escape(dataset_name(ds, labels))} dataset}}, "
+             f"{latex.tex_escape(backbone_name(bb, labels))}")
+    return "\n".join(["\\begin{table}", "\\centering", "\\setlength\\tabcolsep{2pt}",
+                      latex.FIT_OPEN, "\n".join(lines) + "}",
+                      "\\par\\smallskip{\\footnotesize " + note + "\\par}",
+                      f"\\caption{{{title}.}}\\label{{tab:{ds}_{bb}_sets_shift}}",
+                      "\\end{table}"]) + "\n"
+
+
+def _block(stats, block, name) -> pd.DataFrame:
+    ds, bb = block
+    return stats[(stats["dataset"] == ds) & (stats["backbone"] == bb)
+                 & (stats["eval_set"] == name)]
+
+
+def write(data: ShiftSets, out: Path, sections=None, labels=None) -> tuple[list, list]:
+    """OUT/tables/sets_shift_<ds>_<bb>.{tex,md}, sets_<site>_<ds>_<bb>.{tex,md}
+    (+ _doc.tex), OUT/sets/sets_shift_long.csv and sets_shift_table.csv."""
+    stats = stats_frame(data)
+    tdir, written, secs = out / "tables", [], []
+    for ds, bb, name in sorted({tuple(k) for k in stats[["dataset", "backbone", "eval_set"]]
+                                .drop_duplicates().itertuples(index=False)}):
+        block = (ds, bb)
+        where = "under shift" if name == SHIFT else f"on {name.removeprefix(SITE_PREFIX)}"
+        stem = f"sets_{name}_{ds}_{bb}"
+        if name == SHIFT:
+            md = shift_markdown(data, stats, block, sections, labels)
+            tex = shift_fragment(data, stats, block, sections, labels)
+        else:
+            sub = _block(stats, block, name).assign(n_test=None)
+            md = setstables.markdown(data, sub, block, sections, labels)
+            tex = setstables.fragment(data, sub, block, sections, labels, f", {where}",
+                                      f"sets_{name}")
+        write_text(tdir / f"{stem}.tex", tex)
+        write_text(tdir / f"{stem}_doc.tex", latex.document([stem]))
+        write_text(tdir / f"{stem}.md", md + "\n")
+        written += [tdir / f"{stem}.tex", tdir / f"{stem}_doc.tex", tdir / f"{stem}.md"]
+        secs.append((f"{dataset_name(ds, labels)} / {backbone_name(bb, labels)}: conformal "
+                     f"prediction sets {where} (alpha = {data.alpha:g})", md))
+    written.append(write_frame(out / "sets" / "sets_shift_long.csv", data.frame))
+    written.append(write_frame(out / "sets" / "sets_shift_table.csv", stats))
+    return written, secs
