@@ -147,7 +147,7 @@ pack
 # the device's limit loses the least important steps).
 step_capture() {
     echo "== capture: bench.speed.capture --device $DEVICE (limit ${CAPTURE_LIMIT}s)"
-    local cases="4hml,fused 7 one-head,fused 4hml x3"
+    local cases="sl1h,4hml,fused 4hml x3"
     # shellcheck disable=SC2086
     timeout -k 5 "$CAPTURE_LIMIT" bash -c '"$0" -m bench.speed.capture --device "$1" --no-explain "${@:3}" &&
         "$0" -m bench.speed.capture --device "$1" --no-explain --backbone resnet50 --cases "$2" "${@:3}"' \

@@ -43,7 +43,7 @@ from torch.utils._pytree import tree_leaves
 from bench.core.config import PROFILES
 from bench.core.device import check_device
 from bench.core.errors import BenchError
-from bench.methods import create_method, training_methods
+from bench.methods import create_method, every_method
 from bench.speed.steptime import synthetic
 from bench.train.backbones import build_model
 from bench.train.fused import FusedStepper
@@ -57,9 +57,10 @@ SKIP_ON_META = {"aten._fused_sgd_.tensor_lr"}  # no meta kernel: counted, not ru
 
 
 def cases() -> dict:
-    """Case name -> the methods of its members (one member: a single run)."""
-    names = [n for n in training_methods() if n in ("sl1h", "ls", "mbls", "mixup", "dca",
-                                                     "focal", "flsd53", "2hsl", "2hml", "4hml")]
+    """Case name -> the methods of its members (one member: a single run):
+    every built-in training method (`--method all` and the method groups),
+    then fused groups: the one-head methods mixed, 2hsl+2hml, 4hml x3."""
+    names = every_method()
     out = {n: (n,) for n in names}
     one = tuple(n for n in names if create_method(n).heads == 1)
     out[f"fused {len(one)} one-head"] = one
@@ -101,7 +102,9 @@ class OpCounter(TorchDispatchMode):
 
 def _members(names: tuple, backbone: str, size: int, cfg, device):
     torch.manual_seed(0)
-    base = build_model(backbone, size, create_method(names[0]).heads, NUM_CLASSES)[0]
+    first = create_method(names[0])  # the members share an architecture
+    base = build_model(backbone, size, first.heads, NUM_CLASSES,
+                       mc_dropout=getattr(first, "mc_dropout", 0.0))[0]
     methods = []
     for s, n in enumerate(names):
         m = create_method(n)
