@@ -70,10 +70,16 @@ def _inverse_affine(angle_deg, shear_x_deg, shear_y_deg, tx, ty, cx, cy) -> torc
 def _warp(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     """Nearest-neighbour warp of uint8 images by per-image inverse matrices
     (pixel coordinates centred on the image), zeros outside."""
-    n, _, h, w = x.shape
+    h, w = x.shape[-2:]
     # Scaled on the CPU (float32, as on the device) and copied once, without a sync.
     scale = torch.tensor([0.5 * w, 0.5 * h])
-    theta = h2d(theta.float().transpose(1, 2) / scale, x.device)
+    return warp_scaled(x, h2d(theta.float().transpose(1, 2) / scale, x.device))
+
+
+def warp_scaled(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """_warp with the matrices already transposed and scaled ([n, 3, 2] float32
+    on x's device): one affine grid and one nearest grid_sample for all images."""
+    n, _, h, w = x.shape
     xs = torch.linspace((1.0 - w) * 0.5, (w - 1.0) * 0.5, w, device=x.device)
     ys = torch.linspace((1.0 - h) * 0.5, (h - 1.0) * 0.5, h, device=x.device)
     base = torch.stack([xs.expand(h, w), ys.unsqueeze(1).expand(h, w),

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torchvision.transforms.v2 import functional as TF
 
-from bench.train.augment import _grey, _inverse_affine, _smooth_kernel, op_index
+from bench.train.augment import _grey, _inverse_affine, _smooth_kernel, op_index, warp_scaled
 
 GEOMETRIC = ("ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate")
 BLENDS = ("Color", "Contrast")
@@ -97,18 +97,6 @@ def _blend(x, other, scale, alpha):
     return _fma(x.float() * _col(scale), other, alpha).clamp_(0, 255).to(torch.uint8)
 
 
-def _warp_all(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """augment._warp with the matrices already scaled: one grid_sample for all."""
-    n, _, h, w = x.shape
-    xs = torch.linspace((1.0 - w) * 0.5, (w - 1.0) * 0.5, w, device=x.device)
-    ys = torch.linspace((1.0 - h) * 0.5, (h - 1.0) * 0.5, h, device=x.device)
-    base = torch.stack([xs.expand(h, w), ys.unsqueeze(1).expand(h, w),
-                        torch.ones(h, w, device=x.device)], dim=-1).view(1, h * w, 3)
-    grid = base.expand(n, -1, -1).bmm(theta).view(n, h, w, 2)
-    out = F.grid_sample(x.float(), grid, mode="nearest", padding_mode="zeros", align_corners=False)
-    return out.round_().to(torch.uint8)
-
-
 def _sharpen(x: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
     if x.shape[-1] <= 2 or x.shape[-2] <= 2:
         return x
@@ -122,7 +110,7 @@ def _sharpen(x: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
 def _results(x: torch.Tensor, p: dict):
     """(mask name, result) pairs: every op applied to every image."""
     grey = _grey(x)
-    yield GEOMETRIC, _warp_all(x, p["theta"])
+    yield GEOMETRIC, warp_scaled(x, p["theta"])  # one grid_sample for all
     yield ("Brightness",), (x.float() * _col(p["scale"])).clamp_(0, 255).to(torch.uint8)
     yield ("Color",), _blend(x, grey, p["scale"], p["alpha"])
     yield ("Contrast",), _blend(x, grey.mean(dim=(-3, -2, -1), keepdim=True),
