@@ -5,11 +5,14 @@
 #     bash benchmarks/gpu_check.sh            # writes to $OUT, else ./gpu_out
 #
 # Steps, each a shell function; STEPS names which run and in what order
-# (default: capture graphtime gpuplan e2e):
+# (default: capture streamtime graphtime gpuplan e2e):
 #   capture    python -m bench.speed.capture --device cuda --no-explain: per case (every
 #              method alone, fused groups) host copies / host ops / reads per step (0),
 #              and the captured replay == graph-safe eager == the per-step path, bit for
 #              bit, on the card (smallcnn, then ResNet50 for three cases).
+#   streamtime python -m bench.speed.streamtime: ms per run-step of a fused group trained by
+#              the real loop as K runs on K streams vs one vmapped model (ResNet50; 28 px
+#              with 1, 2, 4, 8 members, 224 px with 1, 2, 4): what fuse_as=auto picks.
 #   graphtime  python -m bench.speed.graphtime: ms/step of the per-step path, the
 #              graph-safe step and its CUDA graph (ResNet50; 28 px with 1, 5, 25 members,
 #              224 px with 1 and 5), 2 and 4 streams, kernels per step, grid hours.
@@ -102,9 +105,12 @@ CAPTURE_LIMIT="${CAPTURE_LIMIT:-120}"  # hard limit for bench.speed.capture (bot
 CAPTURE_ARGS="${CAPTURE_ARGS:-}"       # extra bench.speed.capture flags (CPU dry run: --steps 2)
 GTIME_BUDGET="${GTIME_BUDGET:-150}"    # bench.speed.graphtime's own budget (seconds)
 GTIME_ARGS="${GTIME_ARGS:-}"           # extra graphtime flags (CPU dry run: a small backbone)
+STIME_LIMIT="${STIME_LIMIT:-200}"      # hard limit for bench.speed.streamtime (28 and 224 px)
+STIME_ARGS="${STIME_ARGS:-}"           # extra streamtime flags (CPU dry run: a small backbone)
 CAPTURE_LIMIT=$(( CAPTURE_LIMIT * LIMIT_SCALE ))
-ALL_STEPS="capture graphtime syncs gpuplan e2e det sidebyside perf extra"
-STEPS="${STEPS:-capture graphtime gpuplan e2e}"  # which steps, in this order
+STIME_LIMIT=$(( STIME_LIMIT * LIMIT_SCALE ))
+ALL_STEPS="capture streamtime graphtime syncs gpuplan e2e det sidebyside perf extra"
+STEPS="${STEPS:-capture streamtime graphtime gpuplan e2e}"  # which steps, in this order
 export PYTHONUNBUFFERED=1
 
 # The device image has torch, timm, tabulate, tqdm, scikit-learn but not this
@@ -162,6 +168,17 @@ step_graphtime() {
         --budget-s "$GTIME_BUDGET" --out "$OUT_DIR/graphtime.json" $GTIME_ARGS \
         2>&1 | tee "$OUT_DIR/graphtime.log"
     echo "graphtime exit: ${PIPESTATUS[0]}"
+}
+
+step_streamtime() {
+    echo "== streamtime: bench.speed.streamtime, fused groups as streams vs vmap (limit ${STIME_LIMIT}s)"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$STIME_LIMIT" bash -c '"$0" -m bench.speed.streamtime --device "$1" --size 28 \
+            --members 1,2,4,8 --out "$2/streamtime28.json" "${@:3}" &&
+        "$0" -m bench.speed.streamtime --device "$1" --size 224 --members 1,2,4 \
+            --out "$2/streamtime224.json" "${@:3}"' \
+        "$PY" "$DEVICE" "$OUT_DIR" $STIME_ARGS 2>&1 | tee "$OUT_DIR/streamtime.log"
+    echo "streamtime exit: ${PIPESTATUS[0]}"
 }
 
 step_syncs() {

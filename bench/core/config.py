@@ -122,6 +122,14 @@ class TrainConfig:
         "auto", "graph-safe training step: auto (CUDA: one captured CUDA graph per step; "
         "CPU: the per-step path) | true (also on the CPU, uncaptured) | false (per-step path)",
         choices=("auto", "true", "false"), in_hash=False)
+    # How a fused group (`bench run --fuse`) trains: "vmap" stacks the members
+    # into one model (torch.func); "streams" keeps each run its own model and
+    # interleaves their steps, on CUDA each on its own stream (bench/train/streams.py:
+    # records bit for bit the unfused ones on a CPU). Speed only, not hashed.
+    fuse_as: str = setting(
+        "auto", "how a fused group trains: auto (CUDA: streams; CPU: vmap) | vmap (one "
+        "stacked model) | streams (one model per run, steps interleaved on CUDA streams)",
+        choices=("auto", "vmap", "streams"), in_hash=False)
     # cuDNN times its convolution algorithms once per shape and keeps the
     # fastest. Off = cuDNN's heuristic choice: slower, but the same algorithm
     # every run.

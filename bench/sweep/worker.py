@@ -57,7 +57,10 @@ class Heartbeat:
                 runstate.write_progress(record, step, self._total)
         if now - self._said >= LOG_SECONDS:  # .tolist() syncs the GPU: only this often
             self._said = now
-            values = loss.detach().reshape(-1).tolist()  # one per fused member, in order
+            # one per fused member, in order; a streams group passes one tensor per
+            # member (each on its own stream: a log line may read the step before)
+            parts = loss if isinstance(loss, (list, tuple)) else [loss]
+            values = [v for part in parts for v in part.detach().reshape(-1).tolist()]
             for log, value in zip(self._logs, values):
                 log(f"step {step}/{self._total} loss {value:.4f}")
 

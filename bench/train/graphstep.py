@@ -208,11 +208,17 @@ class GraphRunner:
         """Train one epoch; `tick(loss_row)` after each step. Returns the
         epoch's step losses, one [members] row each (copies: the buffers are
         reused), as the per-step path returns them."""
+        return finish(ticked(self.epoch_steps(orders, lrs), tick))
+
+    def epoch_steps(self, orders: list, lrs: list):
+        """run_epoch as a generator: yields each step's loss row (a view of a
+        reused buffer) and returns the epoch's losses, so that several runs'
+        steps can interleave (bench.train.streams)."""
         out = []
         for n, stage, count in self.stage_epoch(orders, lrs):
             for i in range(count):
                 self.step(n, stage)
-                tick(stage.losses[i])
+                yield stage.losses[i]
             out.append(stage.losses.clone())
         return list(torch.cat(out).unbind(0))
 
@@ -269,3 +275,24 @@ class GraphRunner:
     def kernels(self) -> dict:
         """Captured graphs by batch length (bench.speed.capture counts their nodes)."""
         return {n: g for n, g in self.graphs.items() if g is not None}
+
+
+def ticked(steps, tick):
+    """Pass each loss a step generator yields to `tick`, then yield it on;
+    return what the generator returns."""
+    while True:
+        try:
+            loss = next(steps)
+        except StopIteration as stop:
+            return stop.value
+        tick(loss)
+        yield loss
+
+
+def finish(steps):
+    """Run a step generator to its end; -> its return value."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value

@@ -119,12 +119,13 @@ def run_members(members: list, bundle, results, device: str | None = None,
                 force: bool = False, progress: bool = True, on_step=None,
                 keep_weights: bool = False, evals: tuple = ()) -> list[tuple[str, object]]:
     """bench.train.experiment.run_seed for every (Experiment, Method, seed) member, trained at
-    once: the same records (each member's own hash and directory) plus the
-    group fields. Complete records are skipped unless `force`; returns
+    once (TrainConfig.fuse_as: one vmapped model, or one model per run on its
+    own stream): the same records (each member's own hash and directory) plus
+    the group fields. Complete records are skipped unless `force`; returns
     ('done' | 'skipped', record path) per member, in order. `keep_weights` and
-    `evals` as for run_seed."""
+    `evals` as for run_seed. A streams member that fails stops alone: the
+    others' records are written, then its error is raised."""
     from bench.core import store
-    from bench.train.fused import train_fused  # torch: only when a group trains
     from bench.core.device import default_device
     from bench.train.experiment import evaluate_trained, init_model, n_params, save_run
 
@@ -140,17 +141,65 @@ def run_members(members: list, bundle, results, device: str | None = None,
              for i, m in zip(todo, methods)]
     exps, seeds = [members[i][0] for i in todo], [members[i][2] for i in todo]
     trained = list(zip(exps, seeds))
-    state = group_state(paths[todo[0]], trained)
-    out = train_fused([model for model, _ in built], methods, exps[0].train, bundle, seeds,
-                      device, progress, on_step, state)
-    for i, exp, seed, result, (model, bb) in zip(todo, exps, seeds, out, built):
+    how = fused_as(exps[0].train, device)
+    states = member_states([paths[i] for i in todo], trained, how)
+    train = TRAIN_TOGETHER[how]
+    out = train([model for model, _ in built], methods, exps[0].train, bundle, seeds,
+                device, progress, on_step, states if how == "streams" else states[0])
+    failed = [r for r in out if isinstance(r, BaseException)]
+    extra = {"fused_as": how} if how == "streams" else {}
+    for k, (i, exp, seed, result, (model, bb)) in enumerate(zip(todo, exps, seeds, out, built)):
+        if isinstance(result, BaseException):
+            continue
         save_run(paths[i], exp, bundle, seed, result, n_params(model), bb.weights, device,
-                 keep_weights=keep_weights, **group_fields(exp, trained))
-    state.clear()  # every member's record is complete
+                 keep_weights=keep_weights, **group_fields(exp, trained), **extra)
+        if how == "streams":
+            states[k].clear()  # this member's record is complete
+    if how != "streams" and not failed:
+        states[0].clear()  # every member's record is complete
     for i, exp, result, (model, _) in zip(todo, exps, out, built):
-        evaluate_trained(paths[i], model, result, exp.train, evals, device)
+        if not isinstance(result, BaseException):
+            evaluate_trained(paths[i], model, result, exp.train, evals, device)
+    if failed:
+        raise failed[0]
     done = set(todo)
     return [("done" if i in done else "skipped", p) for i, p in enumerate(paths)]
+
+
+def fused_as(cfg, device) -> str:
+    """TrainConfig.fuse_as resolved: `auto` is streams on CUDA (where one run's
+    captured step leaves the card idle), vmap elsewhere."""
+    if cfg.fuse_as != "auto":
+        return cfg.fuse_as
+    return "streams" if str(device).startswith("cuda") else "vmap"
+
+
+def member_states(paths: list, trained: list, how: str) -> list:
+    """A streams group's members resume as runs alone do, each from its own
+    state (so a run killed alone resumes in a group and back); a vmapped group
+    has one state for all."""
+    from bench.core import store
+    from bench.train.resume import CycleState
+
+    if how == "streams":
+        return [CycleState(store.state_path(p), exp.key(seed).run_id)
+                for p, (exp, seed) in zip(paths, trained)]
+    return [group_state(paths[0], trained)]
+
+
+def _train_vmap(*args):
+    from bench.train.fused import train_fused  # torch: only when a group trains
+
+    return train_fused(*args)
+
+
+def _train_streams(*args):
+    from bench.train.streams import train_streams  # torch: only when a group trains
+
+    return train_streams(*args)
+
+
+TRAIN_TOGETHER = {"vmap": _train_vmap, "streams": _train_streams}
 
 
 def group_state(first_record, trained: list):

@@ -31,7 +31,7 @@ from bench.core.errors import BenchError
 from bench.train.history import History
 from bench.train.protocol import checkpoint_auc, set_deterministic, to_model_size
 from bench.core.transfer import h2d
-from bench.train.graphstep import GraphRunner, eager_reason, single_loss_fn
+from bench.train.graphstep import GraphRunner, eager_reason, finish, single_loss_fn, ticked
 from bench.train.resume import rng_state, say, set_rng_state
 
 # ImageNet statistics on the 0..255 scale, so normalisation is one fused op.
@@ -244,9 +244,23 @@ def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
     heartbeats); `loss` is the step's (per-member) loss tensor, still on the device.
     `state` (bench.train.resume.CycleState), if given, is saved at every cycle
     end, and a run that finds one starts after its last saved cycle."""
-    device = stepper.device
+    return finish(loop_steps(stepper, cfg, data, progress, on_step, state))
+
+
+def device_splits(data, device: torch.device) -> dict:
+    """The bundle's images (train, val, test) and training labels on the device."""
     xs = {s: to_device_images(data.split(s).images, device) for s in ("train", "val", "test")}
-    y_train = torch.from_numpy(data.train.labels).to(device)
+    return {**xs, "y_train": torch.from_numpy(data.train.labels).to(device)}
+
+
+def loop_steps(stepper, cfg: TrainConfig, data, progress: bool = True, on_step=None,
+               state=None, splits: dict | None = None):
+    """run_loop as a generator: yields after every training step (its loss),
+    returns the TrainResults. bench.train.streams interleaves several runs'
+    generators; `splits` (device_splits), if given, is shared, not loaded again."""
+    device = stepper.device
+    xs = splits or device_splits(data, device)
+    y_train = xs["y_train"]
     per_epoch = steps_per_epoch(len(y_train), cfg.batch_size, cfg.drop_last)
     cycle_steps = per_epoch * cfg.epochs_per_cycle
     best, aucs = [(-math.inf, None)] * stepper.size, [[] for _ in range(stepper.size)]
@@ -275,7 +289,8 @@ def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
                 bar.update()
                 if on_step is not None:
                     on_step(step, loss)
-            losses = run_epoch(stepper, runner, xs["train"], y_train, orders, lrs, tick)
+            losses = yield from ticked(epoch_steps(stepper, runner, xs["train"], y_train,
+                                                   orders, lrs), tick)
             seen += sum(len(i) for i in orders[0])
             check_finite(losses, first, cycle, epoch, cfg.lr)
             history.epoch(cycle, epoch, losses, lrs[-1] if lrs else cfg.lr)
@@ -309,16 +324,16 @@ def graph_runner(stepper, x: torch.Tensor, y: torch.Tensor):
     return None
 
 
-def run_epoch(stepper, runner, x, y, orders: list, lrs: list, tick):
-    """One epoch's steps: through the graph runner, or one stepper.step per
-    batch; `tick(loss)` after each. Returns the step losses (a list, or a
-    [steps, members] tensor): what check_finite and History read."""
+def epoch_steps(stepper, runner, x, y, orders: list, lrs: list):
+    """One epoch's steps, a generator yielding each step's loss: through the
+    graph runner, or one stepper.step per batch. Returns the step losses (a
+    list of [members] tensors): what check_finite and History read."""
     if runner is not None:
-        return runner.run_epoch(orders, lrs, tick)
+        return (yield from runner.epoch_steps(orders, lrs))
     losses = []
     for idxs, lr in zip(zip(*orders), lrs):
         losses.append(stepper.step(x, y, idxs, lr))
-        tick(losses[-1])
+        yield losses[-1]
     return losses
 
 

@@ -20,7 +20,8 @@ PAPER = {
     "drop_path": -1.0, "drop_last": True, "checkpoint_score": "released",
     "deterministic": False,
     "eval_batch_size": 256, "augment_mode": "batched", "bf16": False, "channels_last": False,
-    "compile": False, "compile_mode": "default", "graph": "auto", "cudnn_benchmark": True,
+    "compile": False, "compile_mode": "default", "graph": "auto", "fuse_as": "auto",
+    "cudnn_benchmark": True,
 }
 
 
@@ -118,7 +119,8 @@ def test_choices_are_the_protocols_values():
                       "imagenet_weights": ("released", "same"),
                       "checkpoint_score": ("released", "mean_prob"),
                       "augment_mode": ("batched", "per_image"),
-                      "graph": ("auto", "true", "false")}
+                      "graph": ("auto", "true", "false"),
+                      "fuse_as": ("auto", "vmap", "streams")}
     base = C.PROFILES["paper"]
     C.validate(base)
     for key, allowed in static.items():
@@ -188,7 +190,7 @@ def test_result_fields_leave_out_exactly_the_speed_switches():
     got = C.result_fields(C.PROFILES["paper"])
     assert set(PAPER) - set(got) == {"eval_batch_size", "channels_last", "compile",
                                      "compile_mode", "cudnn_benchmark", "deterministic",
-                                     "graph"}
+                                     "graph", "fuse_as"}
     assert all(got[k] == PAPER[k] for k in got)
 
 

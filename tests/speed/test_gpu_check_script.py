@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_STEPS = "capture graphtime gpuplan e2e"  # the script's STEPS default
-ALL_STEPS = "capture graphtime syncs gpuplan e2e det sidebyside perf"  # the dry run: every one
-STEPS = ["capture", "graphtime", "syncs", "gpuplan", "e2e", "report", "deterministic=off",
+DEFAULT_STEPS = "capture streamtime graphtime gpuplan e2e"  # the script's STEPS default
+ALL_STEPS = "capture streamtime graphtime syncs gpuplan e2e det sidebyside perf"  # the dry run: every one
+STEPS = ["capture", "streamtime", "graphtime", "syncs", "gpuplan", "e2e", "report", "deterministic=off",
          "deterministic=on", "sidebyside", "perf fp32", "perf bf16", "extra"]
 TINY = {  # docs/speed.md's CPU dry run, smaller still: ~1 min on 2 cores
     "DEVICE": "cpu", "GPLAN_BUDGET": "10", "PERF_STEPS": "2", "PERF_REPEATS": "1",
@@ -30,6 +30,9 @@ TINY = {  # docs/speed.md's CPU dry run, smaller still: ~1 min on 2 cores
     # two cases, both commands (the GPU run's second is ResNet50; here smallcnn again)
     "CAPTURE_ARGS": "--steps 2 --size 16 --backbone smallcnn --cases sl1h,mixup",
     "GTIME_ARGS": "--backbone smallcnn --cells 16:1 --streams 1 --steps 1",
+    # both commands at 16 px, 2 members as streams only, the fewest steps it allows
+    "STIME_ARGS": "--backbone smallcnn --size 16 --members 2 --fuse-as streams --steps 11",
+    "STIME_LIMIT": "240",
     "SYNC_ARGS": "--backbone smallcnn --size 16 --methods sl1h,4hml",
     # 16 steps a run (1,077 images, batch 64, one epoch), not 268: the step proves
     # both sweeps, the comparison and the report run, not what they measure
@@ -50,7 +53,7 @@ TINY = {  # docs/speed.md's CPU dry run, smaller still: ~1 min on 2 cores
 # the `extra` step, a shell echo, rides along (each start of the script costs
 # seconds of torch imports): its limit must come out multiplied by LIMIT_SCALE
 EXTRA = {"EXTRA_CMD": "echo extra ran", "EXTRA_LIMIT": "30"}
-LIMITS = ("CAPTURE_LIMIT", "SYNC_LIMIT", "E2E_LIMIT", "REPORT_LIMIT", "SBS_LIMIT", "PERF_LIMIT", "PERF_LIMIT",
+LIMITS = ("CAPTURE_LIMIT", "STIME_LIMIT", "SYNC_LIMIT", "E2E_LIMIT", "REPORT_LIMIT", "SBS_LIMIT", "PERF_LIMIT", "PERF_LIMIT",
           "DET_LIMIT", "DET_LIMIT")  # each step's hard limit (perf and det run twice)
 SLACK = 45 + 40 + 20 + 45  # the script's own: gpuplan's beyond its budget, sidebyside's
 # wait, graphtime's budget and its slack

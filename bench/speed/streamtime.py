@@ -1,0 +1,123 @@
+"""ms per run-step of a fused group trained by the real loop, `fuse_as` streams
+against vmap, for K members (the choice `fuse_as=auto` makes on CUDA).
+
+    python -m bench.speed.streamtime [--device cuda] [--backbone resnet50]
+        [--size 28] [--members 1,2,4,8] [--fuse-as streams,vmap] [--steps 60]
+        [--method sl1h] [--out streamtime.json]
+
+Each cell trains K runs of `--method` (seeds 0..K-1) for one epoch of
+`--steps` steps on synthetic data (random uint8 images of the given size),
+through bench.train.groups' TRAIN_TOGETHER, i.e. the loop `bench run --fuse`
+uses: per-epoch staging, capture, replays, the finite check, validation and
+test on a small set. The clock starts after step WARM (warm-up and capture
+done) and stops at the last step, both after a device sync; ms per run-step
+is that time / steps / K.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import torch
+from tabulate import tabulate
+
+from bench.core.config import TrainConfig
+from bench.core.device import check_device, device_name
+from bench.core.errors import BenchError
+from bench.core.files import write_json
+from bench.datasets.base import DatasetBundle, Split
+from bench.methods import create_method
+from bench.train.backbones import build_model
+from bench.train.groups import TRAIN_TOGETHER
+from bench.train.loop import sync
+
+WARM = 10  # steps before the clock starts: 3 eager warm-up steps, the capture, a few replays
+CLASSES = 9
+
+
+def bundle(n_train: int, size: int, seed: int = 0) -> DatasetBundle:
+    """Random uint8 images and labels: n_train to train on, 64 each to validate and test."""
+    rng = np.random.default_rng(seed)
+
+    def split(n):
+        return Split(rng.integers(0, 256, (n, size, size, 3), dtype=np.uint8),
+                     rng.integers(0, CLASSES, n))
+    return DatasetBundle("synthetic", [str(c) for c in range(CLASSES)],
+                         split(n_train), split(64), split(64))
+
+
+def time_cell(how: str, k: int, args, device: torch.device) -> float:
+    """ms per run-step of K members trained together by `how`."""
+    cfg = TrainConfig(cycles=1, epochs_per_cycle=1, fuse_as=how,  # released protocol, from scratch
+                      augment_size=args.size, image_size=args.size, test_size=args.size)
+    data = bundle(cfg.batch_size * args.steps, args.size)
+    methods, models = [], []
+    for seed in range(k):
+        method = create_method(args.method)
+        method.setup(CLASSES, seed)
+        torch.manual_seed(seed)
+        models.append(build_model(args.backbone, args.size, method.heads, CLASSES)[0])
+        methods.append(method)
+    marks = {}
+
+    def on_step(step, _loss):
+        if step in (WARM, args.steps):
+            sync(device)
+            marks[step] = time.perf_counter()
+    TRAIN_TOGETHER[how](models, methods, cfg, data, list(range(k)), device, False, on_step,
+                        [None] * k if how == "streams" else None)
+    return 1000 * (marks[args.steps] - marks[WARM]) / (args.steps - WARM) / k
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m bench.speed.streamtime", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--backbone", default="resnet50")
+    p.add_argument("--size", type=int, default=28)
+    p.add_argument("--members", default="1,2,4,8")
+    p.add_argument("--fuse-as", default="streams,vmap")
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--method", default="sl1h")
+    p.add_argument("--out", default="")
+    args = p.parse_args(argv)
+    try:
+        args.members = [int(m) for m in args.members.split(",")]
+    except ValueError:
+        p.error(f"--members {args.members!r}: comma-separated whole numbers, e.g. 1,2,4,8")
+    args.fuse_as = args.fuse_as.split(",")
+    bad = [h for h in args.fuse_as if h not in TRAIN_TOGETHER]
+    if bad or min(args.members) < 1 or args.steps <= WARM:
+        p.error(f"--fuse-as {','.join(bad)}: allowed {', '.join(TRAIN_TOGETHER)}" if bad else
+                f"--members >= 1 and --steps > {WARM} (got {args.members}, {args.steps})")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        check_device(args.device)
+        device = torch.device(args.device)
+    except BenchError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    rows = []
+    for k in args.members:
+        row = {"members": k}
+        for how in args.fuse_as:
+            row[how] = round(time_cell(how, k, args, device), 3)
+            print(f"{k} x {args.method} {how}: {row[how]} ms per run-step", flush=True)
+        rows.append(row)
+    print(f"{device_name(str(device))}, torch {torch.__version__}, {args.backbone}, "
+          f"{args.size} px, {args.steps} steps")
+    print(tabulate(rows, headers="keys", tablefmt="github"))
+    if args.out:
+        write_json(args.out, {"device": device_name(str(device)), "torch": torch.__version__,
+                              "backbone": args.backbone, "size": args.size, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
