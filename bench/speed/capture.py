@@ -17,6 +17,9 @@ runs the graph-safe step (bench.train.graphstep) and prints one line a case:
   runs on the meta device for this (everything not on it is the host); on
   CUDA, on the card. `varying`: host values (Python numbers in operator
   calls) that differ between two consecutive steps: a capture would freeze them;
+- host scalars: device operators whose only host tensors are 0-dim inputs
+  (a kernel takes them by value: no copy, no sync; their values enter
+  `varying`, as a capture freezes them too). Not a failure;
 - device ops: operator calls on the device per step (launches, roughly);
 - equal: after --steps steps, parameters, buffers and losses bit for bit those
   of the per-step path (bench.train.loop's SingleStepper.step /
@@ -75,7 +78,7 @@ class OpCounter(TorchDispatchMode):
     def __init__(self, device: str):
         super().__init__()
         self.device = device
-        self.counts, self.signature = Counter(), []
+        self.counts, self.signature, self.host_names = Counter(), [], Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -87,17 +90,45 @@ class OpCounter(TorchDispatchMode):
         where = {t.device.type for t in (*leaves, *tree_leaves(out))
                  if isinstance(t, torch.Tensor) and (t.numel() or t.device.type == self.device)}
         host = bool(where - {self.device})
+        scalars = self._host_scalars(leaves, out)
         if name in READS:
             self.counts["reads"] += 1
         elif host and name in COPIES and self.device in where:
             self.counts["h2d"] += 1
+        elif host and scalars is not None:
+            self.counts["host scalars"] += 1
         elif host:
             self.counts["host ops"] += 1
+            self.host_names[f"{name} at {_caller()}"] += 1
         else:
             self.counts["device ops"] += 1
+        # a host scalar's value is a kernel argument a capture freezes, as a number is
         self.signature.append((name, tuple(repr(a) for a in leaves
-                                           if not isinstance(a, torch.Tensor))))
+                                           if not isinstance(a, torch.Tensor)), scalars))
         return out
+
+    def _host_scalars(self, leaves, out):
+        """The values of an op's 0-dim host tensor inputs when they are all the
+        host holds (its outputs and other inputs on the device): a device kernel
+        takes such a scalar by value, no copy and no sync. Else None."""
+        mine = [t for t in leaves if isinstance(t, torch.Tensor) and t.numel()
+                and t.device.type != self.device]
+        outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor) and t.numel()]
+        if not mine or any(t.dim() for t in mine) or any(t.device.type != self.device
+                                                          for t in outs):
+            return None
+        return tuple(t.item() for t in mine)
+
+
+def _caller() -> str:
+    """The innermost frame outside torch's own files: where a host op is asked for."""
+    import traceback
+
+    for frame in reversed(traceback.extract_stack()[:-3]):
+        if "/torch/" not in frame.filename and "/functorch/" not in frame.filename:
+            where = "/".join(frame.filename.split("/")[-2:])
+            return f"{where}:{frame.lineno} ({frame.name})"
+    return "?"
 
 
 def _members(names: tuple, backbone: str, size: int, cfg, device):
@@ -139,8 +170,9 @@ def count_ops(names, backbone, size, cfg, device: str) -> dict:
         counters.append(c)
     varying = sum(a != b for a, b in zip(counters[1].signature, counters[2].signature))
     varying += abs(len(counters[1].signature) - len(counters[2].signature))
-    return {**{k: counters[2].counts[k] for k in ("h2d", "host ops", "reads", "device ops")},
-            "varying": varying}
+    return {**{k: counters[2].counts[k] for k in ("h2d", "host ops", "host scalars", "reads",
+                                                 "device ops")},
+            "varying": varying, "host_names": dict(counters[2].host_names)}
 
 
 def graph_breaks(names, backbone, size, cfg) -> int:
@@ -240,7 +272,11 @@ def main(argv=None) -> int:
     rows = [check_case(c, known[c], s) for c in chosen]
     print(f"graph-safe step, {s.backbone} at {s.size} px, device {s.device}, torch "
           f"{torch.__version__} (synthetic data)")
+    names = {r["case"]: r.pop("host_names") for r in rows}
     print(tabulate(rows, headers="keys"))
+    for case, ops in names.items():  # what a failing count is made of
+        if ops:
+            print(f"host ops in {case}: " + ", ".join(f"{k} x{v}" for k, v in ops.items()))
     bad = [r["case"] for r in rows if not r["ok"]]
     print(f"{len(rows) - len(bad)} of {len(rows)} cases capturable and bit-equal"
           + (f"; failing: {', '.join(bad)}" if bad else ""))

@@ -3,7 +3,7 @@ against vmap, for K members (the choice `fuse_as=auto` makes on CUDA).
 
     python -m bench.speed.streamtime [--device cuda] [--backbone resnet50]
         [--size 28] [--members 1,2,4,8] [--fuse-as streams,vmap] [--steps 60]
-        [--method sl1h] [--out streamtime.json]
+        [--method sl1h] [--out streamtime.json] [--check]
 
 Each cell trains K runs of `--method` (seeds 0..K-1) for one epoch of
 `--steps` steps on synthetic data (random uint8 images of the given size),
@@ -31,7 +31,7 @@ from bench.datasets.base import DatasetBundle, Split
 from bench.methods import create_method
 from bench.train.backbones import build_model
 from bench.train.groups import TRAIN_TOGETHER
-from bench.train.loop import sync
+from bench.train.loop import sync, train
 
 WARM = 10  # steps before the clock starts: 3 eager warm-up steps, the capture, a few replays
 CLASSES = 9
@@ -71,6 +71,39 @@ def time_cell(how: str, k: int, args, device: torch.device) -> float:
     return 1000 * (marks[args.steps] - marks[WARM]) / (args.steps - WARM) / k
 
 
+def check_equal(args, device: torch.device) -> bool:
+    """Members of `--method` (a comma list: one member each) trained by
+    fuse_as=streams give the test and validation logits of each run trained
+    alone, bit for bit, with deterministic algorithms (cuDNN's fixed)."""
+    cfg = TrainConfig(cycles=1, epochs_per_cycle=1, fuse_as="streams", deterministic=True,
+                      cudnn_benchmark=False, augment_size=args.size, image_size=args.size,
+                      test_size=args.size)
+    data = bundle(cfg.batch_size * args.steps, args.size)
+    names = args.method.split(",")
+    seeds = list(range(len(names)))
+
+    def built():
+        methods, models = [], []
+        for seed, name in zip(seeds, names):
+            method = create_method(name)
+            method.setup(CLASSES, seed)
+            torch.manual_seed(seed)
+            models.append(build_model(args.backbone, args.size, method.heads, CLASSES)[0])
+            methods.append(method)
+        return models, methods
+    together = TRAIN_TOGETHER["streams"](*built(), cfg, data, seeds, device, False, None,
+                                         [None] * len(seeds))
+    models, methods = built()
+    alone = [train(m, meth, cfg, data, seed, device, progress=False)
+             for m, meth, seed in zip(models, methods, seeds)]
+    same = [np.array_equal(a.test_logits, b.test_logits)
+            and np.array_equal(a.val_logits, b.val_logits) for a, b in zip(together, alone)]
+    for name, seed, ok, a, b in zip(names, seeds, same, together, alone):
+        print(f"{name} seed {seed}: streams == alone {ok} "
+              f"(max |dlogit| {np.abs(a.test_logits - b.test_logits).max():.2e})")
+    return all(same)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.speed.streamtime", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -82,6 +115,8 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--method", default="sl1h")
     p.add_argument("--out", default="")
+    p.add_argument("--check", action="store_true", help="instead of timing: streams members "
+                   "equal their runs alone bit for bit (one member per --method name)")
     args = p.parse_args(argv)
     try:
         args.members = [int(m) for m in args.members.split(",")]
@@ -103,6 +138,8 @@ def main(argv=None) -> int:
     except BenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.check:
+        return 0 if check_equal(args, device) else 1
     rows = []
     for k in args.members:
         row = {"members": k}

@@ -107,6 +107,17 @@ def _sharpen(x: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
     return out.clamp_(0, 255).to(torch.uint8)
 
 
+def _autocontrast(x: torch.Tensor) -> torch.Tensor:
+    """torchvision's (v2) uint8 autocontrast, the same ops in the same order,
+    with torch.where where it assigns 0 and 1 through a mask: those
+    assignments make host constants every step (a capture would bake them in)."""
+    f = x.float()
+    lo, hi = f.amin(dim=(-2, -1), keepdim=True), f.amax(dim=(-2, -1), keepdim=True)
+    flat = hi == lo  # a one-valued channel stays as it is
+    inv_scale = torch.where(flat, 1.0, (hi - lo).mul_(1.0 / 255))
+    return (f - torch.where(flat, 0.0, lo)).div_(inv_scale).clamp_(0, 255).to(torch.uint8)
+
+
 def _results(x: torch.Tensor, p: dict):
     """(mask name, result) pairs: every op applied to every image."""
     grey = _grey(x)
@@ -118,7 +129,7 @@ def _results(x: torch.Tensor, p: dict):
     yield ("Sharpness",), _sharpen(x, p["alpha"])
     yield ("Posterize",), x & _col(p["post"])
     yield ("Solarize",), torch.where(x >= _col(p["thr"]), 255 - x, x)
-    yield ("AutoContrast",), TF.autocontrast(x)
+    yield ("AutoContrast",), _autocontrast(x)
     yield ("Equalize",), TF.equalize(x)
 
 
