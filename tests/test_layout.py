@@ -307,7 +307,8 @@ PARSER_CALLS = {"add_argument", "add_argument_group", "add_mutually_exclusive_gr
 # their own (not `bench` subcommands, not imported by bench/cli): their parser
 # is their entry point, and what it parses never travels further.
 ENTRY_SCRIPTS = {"bench.speed.gpuplan", "bench.speed.perf", "bench.speed.sidebyside",
-                 "bench.speed.syncs", "bench.speed.capture", "bench.speed.graphtime"}
+                 "bench.speed.syncs", "bench.speed.capture", "bench.speed.graphtime",
+                 "bench.speed.streamtime"}
 
 
 def argparse_sites(source: str) -> set[str]:

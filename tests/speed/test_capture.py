@@ -28,10 +28,10 @@ def test_every_case_is_capturable_and_bit_equal(capsys):
     rows = [line.split() for line in out.splitlines() if line.split()[:1] and any(
         line.startswith(n + " ") for n in names)]
     assert len(rows) == len(names)
-    for r in rows:  # breaks h2d host reads device varying equal ok: the last 8 columns
-        breaks, h2d, host, reads, device, varying, equal, ok = r[-8:]
-        assert (breaks, h2d, host, reads, varying, equal, ok) == \
-            ("-", "0", "0", "0", "0", "True", "True"), r
+    for r in rows:  # breaks h2d host scalars reads device varying equal ok: the last 9
+        breaks, h2d, host, scalars, reads, device, varying, equal, ok = r[-9:]
+        assert (breaks, h2d, host, scalars, reads, varying, equal, ok) == \
+            ("-", "0", "0", "0", "0", "0", "True", "True"), r
         assert int(device) > 50
     assert f"{len(names)} of {len(names)} cases capturable and bit-equal" in out
 
@@ -40,7 +40,7 @@ def test_one_step_of_each_kind_has_no_graph_break(capsys):
     assert C.main(["--size", "16", "--steps", "2", "--cases", EXPLAINED]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()
             if any(line.startswith(c + " ") for c in EXPLAINED.split(","))]
-    assert len(rows) == 5 and all(r[-8] == "0" for r in rows), rows
+    assert len(rows) == 5 and all(r[-9] == "0" for r in rows), rows
 
 
 def _per_step_counts(steps=3):
@@ -64,6 +64,28 @@ def test_the_counter_sees_the_per_step_paths_host_work():
     counts = _per_step_counts()
     assert counts[-1].counts["h2d"] >= 1  # the batch indices, at least
     assert counts[-1].counts["host ops"] >= 5  # the augmentation's draws and grouping
+
+
+def test_a_host_scalar_is_counted_apart_and_its_value_watched():
+    """A 0-dim host tensor fed to a device op is passed by value (no copy): not
+    a host op, but a capture freezes it, so its value is part of the signature
+    that `varying` compares; a longer host input is a host op, named. (A meta
+    kernel refuses host tensors, so a stand-in operator plays the device op.)"""
+    x = torch.zeros(4, device="meta")
+
+    def device_op(*args):
+        return torch.empty(4, device="meta")
+    counters = []
+    for value in (2.0, 3.0, 3.0):
+        c = C.OpCounter("meta")
+        c.__torch_dispatch__(device_op, (), (x, torch.tensor(value)))
+        counters.append(c)
+    assert counters[0].counts == {"host scalars": 1}
+    assert counters[0].signature != counters[1].signature  # 2.0 then 3.0: varying
+    assert counters[1].signature == counters[2].signature
+    c = C.OpCounter("meta")
+    c.__torch_dispatch__(device_op, (), (x, torch.tensor([1.0, 2.0])))
+    assert c.counts == {"host ops": 1} and all("test_capture.py" in k for k in c.host_names)
 
 
 def test_explain_sees_the_per_step_paths_breaks():
