@@ -3,7 +3,8 @@
 # issue 38 (digits, the paper's eight methods and focal, 2 seeds, quick profile,
 # one epoch, 20 training images a class), unfused and `--fuse methods`, trained
 # by COMMIT (a worktree with its own venv over this checkout's packages) and by
-# this checkout (default step, then `--set graph=true`); every predictions.npz
+# this checkout (default step, then `--set graph=true`; and `--fuse methods --set
+# fuse_as=streams`, compared with the unfused records); every predictions.npz
 # compared bit for bit, record by record (same relative path = same config hash).
 #
 #     bash benchmarks/same_records.sh COMMIT [OUT]       # OUT default: /tmp/same_records
@@ -33,9 +34,13 @@ for fuse in single fused; do
     run "$REPO" "$OUT/new-$fuse" ${F[@]+"${F[@]}"}
     run "$REPO" "$OUT/graph-$fuse" ${F[@]+"${F[@]}"} --set graph=true
 done
+# a fused group as runs on streams (fuse_as=streams) writes the unfused records
+run "$REPO" "$OUT/streams-single" --fuse methods --set fuse_as=streams
 status=0
 for fuse in single fused; do
-    "$REPO/.venv/bin/python" - "$OUT/base-$fuse" "$OUT/new-$fuse" "$OUT/graph-$fuse" <<'PY' || status=1
+    MORE=(); [ $fuse = single ] && MORE=("$OUT/streams-single")
+    "$REPO/.venv/bin/python" - "$OUT/base-$fuse" "$OUT/new-$fuse" "$OUT/graph-$fuse" \
+        ${MORE[@]+"${MORE[@]}"} <<'PY' || status=1
 import sys
 from pathlib import Path
 import numpy as np

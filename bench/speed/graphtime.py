@@ -37,6 +37,7 @@ from bench.speed.capture import _members, _orders
 from bench.speed.steptime import synthetic
 from bench.train.graphstep import GraphRunner
 from bench.train.loop import sync
+from bench.train.streams import on_stream
 
 ONE_HEAD_GROUP = ("sl1h", "ls", "mbls", "mixup", "dca") * 5
 WARMUP = 5  # eager warm-up, then (captured paths) the capture
@@ -75,9 +76,8 @@ def time_path(path: str, size: int, names: tuple, s, streams: int = 1) -> dict:
     for st, x, y in groups:
         orders, lrs = _orders(st, len(y), cfg)
         if path == "per-step":
-            def one(st=st, x=x, y=y, orders=orders, lrs=lrs, i=[0]):
-                st.step(x, y, tuple(o[i[0]] for o in orders), lrs[i[0]])
-                i[0] += 1
+            def one(st=st, x=x, y=y, batches=iter(zip(zip(*orders), lrs))):
+                st.step(x, y, *next(batches))  # the epoch's next (indices, lr)
         else:
             runner = GraphRunner(st, x, y, say=lambda text: print(text, file=sys.stderr))
             runner.capture = path == "captured"
@@ -91,11 +91,8 @@ def time_path(path: str, size: int, names: tuple, s, streams: int = 1) -> dict:
 
     def round_robin():
         for fn, stream in zip(runs, cuda_streams):
-            if stream is None:
+            with on_stream(stream):
                 fn()
-            else:
-                with torch.cuda.stream(stream):
-                    fn()
     for _ in range(WARMUP - 1):
         round_robin()
     if path != "captured":

@@ -38,14 +38,15 @@ from bench.methods.base import Method
 WARMUP_STEPS = 3  # eager steps on a side stream before capture (cuDNN, allocator, lazy init)
 
 
-def eager_reason(methods: list, cfg: TrainConfig, device: torch.device) -> str | None:
-    """Why a run takes the per-step path instead of the graph-safe step, or
-    None. `graph=auto` means the graph-safe step on CUDA only (on the CPU both
-    give the same numbers and the per-step path does less work)."""
-    if cfg.graph == "false":
-        return "graph=false"
-    if cfg.graph == "auto" and device.type != "cuda":
-        return "graph=auto on a CPU"
+def wants_graph(cfg: TrainConfig, device: torch.device) -> bool:
+    """The user's choice: `graph=true`, or `auto` on CUDA (on the CPU both
+    paths give the same numbers and the per-step path does less work)."""
+    return cfg.graph == "true" or (cfg.graph == "auto" and device.type == "cuda")
+
+
+def eager_reason(methods: list, cfg: TrainConfig) -> str | None:
+    """What keeps a run that wants the graph-safe step on the per-step path
+    (said in its log), or None."""
     if cfg.compile:
         return "compile=true (torch.compile's own graphs: compile_mode=reduce-overhead)"
     if cfg.augment and cfg.augment_mode != "batched":

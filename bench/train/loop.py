@@ -31,7 +31,8 @@ from bench.core.errors import BenchError
 from bench.train.history import History
 from bench.train.protocol import checkpoint_auc, set_deterministic, to_model_size
 from bench.core.transfer import h2d
-from bench.train.graphstep import GraphRunner, eager_reason, finish, single_loss_fn, ticked
+from bench.train.graphstep import (GraphRunner, eager_reason, finish, single_loss_fn, ticked,
+                                   wants_graph)
 from bench.train.resume import rng_state, say, set_rng_state
 
 # ImageNet statistics on the 0..255 scale, so normalisation is one fused op.
@@ -316,11 +317,12 @@ def graph_runner(stepper, x: torch.Tensor, y: torch.Tensor):
     """The stepper's GraphRunner (bench.train.graphstep), or None for the
     per-step path; a run that asked for the graph step and cannot have it
     says why in one line (its log, in a sweep)."""
-    reason = eager_reason(stepper.methods, stepper.cfg, stepper.device)
+    if not wants_graph(stepper.cfg, stepper.device):
+        return None
+    reason = eager_reason(stepper.methods, stepper.cfg)
     if reason is None:
         return GraphRunner(stepper, x, y, say)
-    if not reason.startswith(("graph=false", "graph=auto on a CPU")):
-        say(f"training step per step, not graph-safe: {reason}")
+    say(f"training step per step, not graph-safe: {reason}")
     return None
 
 

@@ -121,7 +121,7 @@ class DrawsInBatch(Method):
 
 def test_a_method_that_draws_in_batch_trains_per_step_and_says_why(tiny, capsys):
     m = DrawsInBatch("noisy")
-    reason = graphstep.eager_reason([m], _cfg(graph="true"), torch.device("cpu"))
+    reason = graphstep.eager_reason([m], _cfg(graph="true"))
     assert "method noisy draws in batch()" in reason
     a = train(_model(tiny, 0, 1), m, _cfg(graph="true"), tiny, 0, progress=False)
     assert "not graph-safe: method noisy draws in batch()" in capsys.readouterr().err
@@ -129,18 +129,18 @@ def test_a_method_that_draws_in_batch_trains_per_step_and_says_why(tiny, capsys)
     _same(a, b)
 
 
-@pytest.mark.parametrize("kw, why", [(dict(graph="false"), None), (dict(graph="auto"), None),
-                                     (dict(compile=True), "compile=true"),
+@pytest.mark.parametrize("kw, why", [(dict(), None), (dict(compile=True), "compile=true"),
                                      (dict(augment_mode="per_image"), "augment_mode=per_image")])
 def test_eager_reasons(kw, why):
-    reason = graphstep.eager_reason([create_method("sl1h")], _cfg(**{"graph": "true", **kw}),
-                                    torch.device("cpu"))
-    if why is None:
-        assert reason in ("graph=false", "graph=auto on a CPU")
-    else:
-        assert why in reason
-    assert graphstep.eager_reason([create_method("mixup")], _cfg(graph="auto"),
-                                  torch.device("cuda")) is None
+    reason = graphstep.eager_reason([create_method("sl1h")], _cfg(**{"graph": "true", **kw}))
+    assert reason is None if why is None else why in reason
+
+
+@pytest.mark.parametrize("graph, device, wanted", [
+    ("false", "cuda", False), ("false", "cpu", False), ("auto", "cpu", False),
+    ("auto", "cuda", True), ("true", "cpu", True), ("true", "cuda", True)])
+def test_who_wants_the_graph_step(graph, device, wanted):
+    assert graphstep.wants_graph(_cfg(graph=graph), torch.device(device)) is wanted
 
 
 @pytest.mark.parametrize("momentum, wd", [(0.0, 0.0), (0.9, 0.0), (0.9, 1e-3), (0.0, 5e-4)])
