@@ -82,3 +82,34 @@ def test_auto_is_streams_on_cuda_and_vmap_elsewhere():
     assert fused_as(cfg, "cpu") == "vmap" and fused_as(cfg, torch.device("cpu")) == "vmap"
     assert fused_as(dataclasses.replace(cfg, fuse_as="vmap"), "cuda") == "vmap"
     assert fused_as(dataclasses.replace(cfg, fuse_as="streams"), "cpu") == "streams"
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_a_streams_group_killed_mid_cycle_resumes_each_run_from_its_own_state(tiny, tmp_path):
+    """Killed in the second cycle, each member has its own first-cycle state;
+    the rerun (here as a group of one and a group of two, in another order)
+    goes on from it and writes the records of the runs alone."""
+    method = create_method("sl1h")
+    exp = make_experiment(tiny, "smallcnn", method, _cfg())
+    members = [(exp, create_method("sl1h"), s) for s in (0, 1, 2)]
+
+    def kill(step, losses):
+        if step == 8:  # 6 steps an epoch: inside cycle 2
+            raise _Killed
+    with pytest.raises(_Killed):
+        run_members(members, tiny, tmp_path / "group", progress=False, on_step=kill)
+    for s in (0, 1, 2):
+        assert store.state_path(exp.record_dir(tmp_path / "group", s)).exists()
+    rounds = []
+    run_members(members[2:], tiny, tmp_path / "group", progress=False,
+                on_step=lambda step, losses: rounds.append(len(losses)))
+    run_members(members[1::-1], tiny, tmp_path / "group", progress=False,
+                on_step=lambda step, losses: rounds.append(len(losses)))
+    assert rounds == [1] * 6 + [2] * 6  # the second cycle only: each resumed
+    for s in (0, 1, 2):
+        _, alone = run_seed(exp, tiny, create_method("sl1h"), s, tmp_path / "alone",
+                            progress=False)
+        _same_record(exp.record_dir(tmp_path / "group", s), alone)
