@@ -67,7 +67,7 @@ def time_cell(how: str, k: int, args, device: torch.device) -> float:
             sync(device)
             marks[step] = time.perf_counter()
     TRAIN_TOGETHER[how](models, methods, cfg, data, list(range(k)), device, False, on_step,
-                        [None] * k if how == "streams" else None)
+                        states=[None] * k)
     return 1000 * (marks[args.steps] - marks[WARM]) / (args.steps - WARM) / k
 
 
@@ -92,7 +92,7 @@ def check_equal(args, device: torch.device) -> bool:
             methods.append(method)
         return models, methods
     together = TRAIN_TOGETHER["streams"](*built(), cfg, data, seeds, device, False, None,
-                                         [None] * len(seeds))
+                                         states=[None] * len(seeds))
     models, methods = built()
     alone = [train(m, meth, cfg, data, seed, device, progress=False)
              for m, meth, seed in zip(models, methods, seeds)]

@@ -145,7 +145,7 @@ def run_members(members: list, bundle, results, device: str | None = None,
     states = member_states([paths[i] for i in todo], trained, how)
     train = TRAIN_TOGETHER[how]
     out = train([model for model, _ in built], methods, exps[0].train, bundle, seeds,
-                device, progress, on_step, states if how == "streams" else states[0])
+                device, progress, on_step, states=states)
     failed = [r for r in out if isinstance(r, BaseException)]
     extra = {"fused_as": how} if how == "streams" else {}
     for k, (i, exp, seed, result, (model, bb)) in enumerate(zip(todo, exps, seeds, out, built)):
@@ -187,18 +187,20 @@ def member_states(paths: list, trained: list, how: str) -> list:
     return [group_state(paths[0], trained)]
 
 
-def _train_vmap(*args):
+def _train_vmap(*args, states: list):
     from bench.train.fused import train_fused  # torch: only when a group trains
 
-    return train_fused(*args)
+    return train_fused(*args, states[0])  # one state for the stacked model
 
 
-def _train_streams(*args):
+def _train_streams(*args, states: list):
     from bench.train.streams import train_streams  # torch: only when a group trains
 
-    return train_streams(*args)
+    return train_streams(*args, states)  # each run its own
 
 
+# fuse_as -> train(models, methods, cfg, data, seeds, device, progress, on_step,
+# states=member_states(...)): one TrainResult (or a streams member's error) per member
 TRAIN_TOGETHER = {"vmap": _train_vmap, "streams": _train_streams}
 
 
