@@ -154,3 +154,36 @@ def test_packed_has_about_the_backbones_parameters_and_refuses_what_it_cannot_pa
     check_arch("convnext_tiny", ("batchensemble", 4), True)  # BatchEnsemble keeps W
     with pytest.raises(BenchError, match="would mix"):
         build_model("timm:vit_tiny_patch16_224", 32, 4, 5, arch=("packed", 4, 2, 1))
+
+
+# ----------------------------------------------------------------- fused --
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("name", ["batchensemble", "packed"])
+def test_fused_seeds_train_as_each_seed_alone(tiny, name):
+    """The efficient ensembles under vmap (--fuse seeds / methods): the tiled
+    batch and the grouped convolutions batch over members like any layer."""
+    import dataclasses
+
+    import numpy as np
+
+    from bench.core.config import PROFILES
+    from bench.methods import create_method
+    from bench.train.backbones import model_arch
+    from bench.train.fused import train_fused
+    from bench.train.loop import train
+
+    cfg = dataclasses.replace(PROFILES["quick"], cycles=1, epochs_per_cycle=1)
+    method = create_method(name, {"be_members" if name == "batchensemble" else "pe_members": "2"})
+
+    def model(seed):
+        torch.manual_seed(seed)
+        return build_model("smallcnn", tiny.image_size, 2, tiny.num_classes,
+                           arch=model_arch(method))[0]
+
+    alone = [train(model(s), copy.deepcopy(method), cfg, tiny, s, progress=False) for s in (0, 1)]
+    fused = train_fused([model(s) for s in (0, 1)], [copy.deepcopy(method) for _ in (0, 1)], cfg,
+                        tiny, [0, 1], progress=False)
+    for a, f in zip(alone, fused):
+        assert f.test_logits.shape[1] == 2
+        np.testing.assert_allclose(f.test_logits, a.test_logits, rtol=1e-3, atol=1e-4)
+    assert not np.allclose(fused[0].test_logits, fused[1].test_logits, atol=1e-2)
