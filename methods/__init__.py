@@ -4,7 +4,7 @@ What it may import: the README's "Layout" table (tests/test_layout.py enforces i
 """
 from .base import METHODS, Method, create_method, method_params  # noqa: F401
 from . import sl1h, ls, mbls, mixup, dca, mhml, focal  # noqa: F401
-from . import mdca, brier, mmce, mcdropout  # noqa: F401
+from . import mdca, brier, mmce, mcdropout, batchensemble, packed  # noqa: F401
 from bench.core.paper import EXTRA_BASELINES, PAPER_METHODS
 
 # `--method all`, in the paper's table order, then the released code's extra
@@ -17,7 +17,7 @@ PAPER_ORDER = PAPER_METHODS + EXTRA_BASELINES
 # paper's (issue 41; docs/methods.md). A group of its own, kept out of
 # `--method all`, so `all`, `./run_all.sh --quick` and their reports train
 # and print what they did before these were added.
-EXTRA = ("mdca", "flmdca", "lsmdca", "brier", "mmce", "mcdropout")
+EXTRA = ("mdca", "flmdca", "lsmdca", "brier", "mmce", "mcdropout", "batchensemble", "packed")
 METHOD_GROUPS = {"extra": EXTRA}
 
 

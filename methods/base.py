@@ -58,6 +58,14 @@ class Method:
     def heads(self) -> int:
         return 1
 
+    @property
+    def arch(self) -> tuple:
+        """The model this method trains when it is not `heads` linear heads on
+        the backbone (bench.train.backbones.build_model): () for those, else
+        (kind, *structural values), e.g. ("batchensemble", 4). Runs fuse only
+        with runs of the same arch (the parameters must stack)."""
+        return ()
+
     def display(self) -> str:
         """The method's name in report tables."""
         return self.display_name or METHOD_NAMES.get(self.name) or self.name.upper()

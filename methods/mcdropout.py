@@ -39,6 +39,10 @@ class MCDropout(Method):
         """The dropout rate the model is built with (bench.train.backbones.build_model)."""
         return self.params.mc_p
 
+    @property
+    def arch(self) -> tuple:
+        return ("mcdropout", self.params.mc_p)
+
     def loss(self, logits, target):
         import torch.nn.functional as F
 

@@ -48,7 +48,7 @@ from bench.core.device import check_device
 from bench.core.errors import BenchError
 from bench.methods import create_method, every_method
 from bench.speed.steptime import synthetic
-from bench.train.backbones import build_model
+from bench.train.backbones import build_model, model_arch
 from bench.train.fused import FusedStepper
 from bench.train.graphstep import GraphRunner
 from bench.train.loop import SingleStepper, epoch_batches
@@ -135,7 +135,7 @@ def _members(names: tuple, backbone: str, size: int, cfg, device):
     torch.manual_seed(0)
     first = create_method(names[0])  # the members share an architecture
     base = build_model(backbone, size, first.heads, NUM_CLASSES,
-                       mc_dropout=getattr(first, "mc_dropout", 0.0))[0]
+                       arch=model_arch(first))[0]
     methods = []
     for s, n in enumerate(names):
         m = create_method(n)

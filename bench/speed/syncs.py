@@ -22,11 +22,11 @@ import torch
 from tabulate import tabulate
 
 from bench.core.device import check_device, default_device
-from bench.train.backbones import build_model
+from bench.train.backbones import build_model, model_arch
 from bench.core.config import PROFILES
 from bench.core.errors import BenchError
 from bench.core.registry import expand_names
-from bench.methods import METHODS, create_method, training_methods
+from bench.methods import METHOD_GROUPS, METHODS, create_method, every_method
 from bench.speed.steptime import Job, member_methods, stepper, synthetic
 
 # CUDA's sync debug mode reports each synchronisation with this text. Its own
@@ -45,7 +45,8 @@ def steps_of(name, backbone, size, n_steps, device, members=1):
               PROFILES["paper"])
     methods = member_methods(job)
     torch.manual_seed(0)
-    base = build_model(backbone, size, job.heads, NUM_CLASSES)[0]
+    # the method's own model (MC-Dropout's passes, an efficient ensemble's members)
+    base = build_model(backbone, size, job.heads, NUM_CLASSES, arch=model_arch(methods[0]))[0]
     x, y = synthetic(n_steps * job.cfg.batch_size, size, NUM_CLASSES, device)
     return stepper(job, base, methods, x, y, device)[0]
 
@@ -86,7 +87,7 @@ def check(device="cpu", backbone="resnet18", size=28, steps=3, methods=None,
     `on_row(row)` sees each row as it is done (a killed check keeps its rows)."""
     device = torch.device(device)
     rows = []
-    for name in methods or training_methods():
+    for name in methods or every_method():
         row = {"method": name}
         for path, members in PATHS.items():
             run_step = steps_of(name, backbone, size, steps + 1, device, members)
@@ -104,13 +105,16 @@ def main(argv=None) -> int:
     p.add_argument("--backbone", default="resnet18")
     p.add_argument("--size", type=int, default=28)
     p.add_argument("--steps", type=int, default=3)
-    p.add_argument("--methods", default="all", help="comma list, or 'all' training methods")
+    p.add_argument("--methods", default="all",
+                   help="comma list, 'all' (every built-in method, the method groups' too) or "
+                        "a group ('extra')")
     a = p.parse_args(argv)
     sites: set = set()
     try:
         check_device(a.device)
         # every name checked before the first method runs
-        methods = expand_names(a.methods or "all", training_methods(), "method", METHODS)
+        methods = expand_names(a.methods or "all", every_method(), "method", METHODS,
+                               aliases={g: list(n) for g, n in METHOD_GROUPS.items()})
         rows = check(a.device, a.backbone, a.size, a.steps, methods, sites,
                      on_row=lambda r: print("  ".join(f"{k} {v}" for k, v in r.items()),
                                             flush=True))

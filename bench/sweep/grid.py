@@ -20,6 +20,7 @@ from bench.sweep import runstate
 from bench.core import plugins, store
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
+from bench.train.backbones import check_arch, model_arch
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,8 @@ def _build(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfi
                 # Method/dataset mismatches (e.g. more heads than classes) stop
                 # the sweep before anything trains.
                 method.check(bundle.num_classes)
+                check_arch(backbone, model_arch(method),
+                           exp.train.pretrained or exp.weights is not None)
                 check_validation(dataset, bundle)
                 if weights:  # a file that does not fit stops here, not once per run
                     check_weights_fit(backbone, exp.train, exp.weights)

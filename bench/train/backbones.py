@@ -52,11 +52,13 @@ def create_backbone(name: str, image_size: int, pretrained: bool = False,
 
 def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
                 pretrained: bool = False, weights: Optional["WeightsSpec"] = None,
-                impl: str = "torchvision", drop_path: float = -1.0, mc_dropout: float = 0.0
-                ) -> tuple[MultiHeadNet, Backbone]:
-    """The model: `heads` linear heads on the backbone's features, or with
-    `mc_dropout` > 0 one linear head after that dropout rate, run `heads`
-    times (MC-Dropout's passes, bench.train.nets.MCDropoutNet)."""
+                impl: str = "torchvision", drop_path: float = -1.0, mc_dropout: float = 0.0,
+                arch: tuple = ()) -> tuple[MultiHeadNet, Backbone]:
+    """The model: `heads` linear heads on the backbone's features, or the
+    method's `arch` (Method.arch): ("mcdropout", p) one linear head after
+    dropout p, run `heads` times (MC-Dropout's passes; also `mc_dropout` = p),
+    ("batchensemble", M) and ("packed", M, alpha, gamma) the efficient
+    ensembles of bench.train.ensembles, `heads` = M members."""
     bb = create_backbone(backbone, image_size, pretrained, weights, impl, drop_path)
     if image_size < bb.min_size:
         from bench.core.errors import BenchError
@@ -66,9 +68,48 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
                          f"{fit_size(backbone, image_size, impl)}")
     from bench.train.nets import MCDropoutNet, MultiHeadNet
 
-    if mc_dropout > 0:
-        return MCDropoutNet(bb, heads, num_classes, mc_dropout), bb
+    kind = arch[0] if arch else ("mcdropout" if mc_dropout > 0 else "")
+    if kind == "mcdropout":
+        return MCDropoutNet(bb, heads, num_classes, arch[1] if arch else mc_dropout), bb
+    if kind in ("batchensemble", "packed"):
+        from bench.train.ensembles import BatchEnsembleNet, PackedNet
+
+        if kind == "batchensemble":
+            return BatchEnsembleNet(bb, arch[1], num_classes), bb
+        return PackedNet(bb, arch[1], num_classes, alpha=arch[2], gamma=arch[3]), bb
+    if kind:
+        from bench.core.errors import BenchError
+
+        raise BenchError(f"unknown model arch {kind!r} (known: mcdropout, batchensemble, packed)")
     return MultiHeadNet(bb, heads, num_classes), bb
+
+
+def model_arch(method) -> tuple:
+    """A method's Method.arch; () for an object without one (a test double, a
+    plugin that does not subclass Method) unless it sets `mc_dropout`."""
+    arch = tuple(getattr(method, "arch", ()) or ())
+    p = float(getattr(method, "mc_dropout", 0.0) or 0.0)
+    return arch or (("mcdropout", p) if p > 0 else ())
+
+
+# Backbones Packed-Ensembles is built for: conv / batch-norm only (a norm or
+# linear layer across channels would mix the members; bench.train.ensembles)
+PACKED_BACKBONES = ("smallcnn", "resnet18", "resnet50")
+
+
+def check_arch(backbone: str, arch: tuple, pretrained: bool) -> None:
+    """One-line BenchError, before anything trains, for an arch this backbone
+    cannot be built as (the build itself refuses too, naming the layer)."""
+    if not arch or arch[0] != "packed":
+        return
+    from bench.core.errors import BenchError
+
+    if canonical_backbone(backbone) not in PACKED_BACKBONES:
+        raise BenchError(f"packed: backbone '{backbone}' is not built as Packed-Ensembles "
+                         f"(conv / batch-norm backbones only: {', '.join(PACKED_BACKBONES)})")
+    if pretrained:
+        raise BenchError("packed: its widths differ from any pretrained checkpoint's, so it "
+                         "trains from scratch; add --no-pretrained (and no --weights)")
 
 
 # What size each backbone takes (SIZE_RULES, fit_size) lives in bench.core.sizes,

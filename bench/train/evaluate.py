@@ -46,7 +46,7 @@ def model_for(record, device="cpu"):
     torch.manual_seed(0)  # the weights are replaced: any start will do, the same each time
     model, _ = build_model(record.backbone, cfg.image_size, record.heads, len(classes),
                            pretrained=False, impl=cfg.backbone_impl, drop_path=cfg.drop_path,
-                           mc_dropout=mc_dropout_of(record.config))
+                           arch=arch_of(record.config))
     try:
         model.load_state_dict(state)
     except RuntimeError as err:
@@ -56,20 +56,27 @@ def model_for(record, device="cpu"):
     return model.to(device).eval()
 
 
-def mc_dropout_of(config: dict) -> float:
-    """The MC-Dropout rate a record's model was built with (0: none): its
+def arch_of(config: dict) -> tuple:
+    """The model arch (Method.arch) a record's model was built with: its
     method rebuilt with the recorded hyper-parameters (a method that is not
-    registered here, e.g. a plugin not loaded, builds the plain model)."""
+    registered here, e.g. a plugin not loaded, builds the plain model: ())."""
     from bench.methods import METHODS
+    from bench.train.backbones import model_arch
 
     name = config.get("method")
     if name not in METHODS:
-        return 0.0
+        return ()
     method = METHODS.get(name)()
     params = dataclasses.replace(method.params, **{
         k: v for k, v in (config.get("method_params") or {}).items()
         if k in {f.name for f in dataclasses.fields(method.params)}})
-    return float(getattr(type(method)(method.name, params), "mc_dropout", 0.0))
+    return model_arch(type(method)(method.name, params))
+
+
+def mc_dropout_of(config: dict) -> float:
+    """The MC-Dropout rate a record's model was built with (0: none)."""
+    arch = arch_of(config)
+    return float(arch[1]) if arch and arch[0] == "mcdropout" else 0.0
 
 
 def predict_array(model, images: np.ndarray, cfg: TrainConfig, device) -> np.ndarray:

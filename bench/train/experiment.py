@@ -10,7 +10,8 @@ import torch
 
 from bench.core import store, weightsfile
 from bench.core.plugins import BUILTIN
-from bench.train.backbones import BACKBONES, backbone_impl, build_model, drop_path_rate
+from bench.train.backbones import (BACKBONES, backbone_impl, build_model, drop_path_rate,
+                                   model_arch)
 from bench.core.config import TrainConfig, config_hash, result_fields
 from bench.core.device import default_device
 from bench.core import measures
@@ -118,7 +119,7 @@ def init_model(exp: Experiment, bundle, method, seed: int):
     return build_model(exp.backbone, exp.train.image_size, method.heads, bundle.num_classes,
                        pretrained=exp.train.pretrained, weights=exp.weights,
                        impl=exp.train.backbone_impl, drop_path=exp.train.drop_path,
-                       mc_dropout=getattr(method, "mc_dropout", 0.0))
+                       arch=model_arch(method))
 
 
 def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: int,

@@ -43,11 +43,13 @@ def methods_key(spec) -> tuple:
     (grid.experiment_for), plus the head count: cheap (no data or weights
     file is read) and never looser than the payload itself."""
     from bench.methods import create_method
+    from bench.train.backbones import model_arch
 
     method = create_method(spec.method, dict(spec.method_overrides))
-    # MC-Dropout's T passes are T "heads" of one linear layer: not the
-    # parameters of a T-head model, so the two never stack
-    arch = (method.heads, getattr(method, "mc_dropout", 0.0) > 0)
+    # MC-Dropout's T passes are T "heads" of one linear layer, an efficient
+    # ensemble's M members are not M linear heads either: only the same arch
+    # (kind and structural values, Method.arch) stacks
+    arch = (method.heads, model_arch(method))
     return (spec.dataset, spec.backbone, spec.train, spec.sizes, spec.data_root,
             spec.load_options, spec.weights, arch, spec.results, spec.device)
 

@@ -143,7 +143,8 @@ def test_defaults_are_the_papers():
     assert (p.mmce_lambda, p.mmce_width) == (2.0, 0.4)
     names = {n: create_method(n).display() for n in EXTRA}
     assert names == {"mdca": "NLL+MDCA", "flmdca": "FL+MDCA", "lsmdca": "LS+MDCA",
-                     "brier": "Brier", "mmce": "MMCE", "mcdropout": "MC-Dropout"}
+                     "brier": "Brier", "mmce": "MMCE", "mcdropout": "MC-Dropout",
+                     "batchensemble": "BatchEnsemble", "packed": "Packed-Ens"}
     assert all(create_method(n).heads == 1 for n in LOSSES)
 
 
@@ -173,5 +174,6 @@ def test_dry_run_of_the_group(capsys):
                  "--seeds", "1", "--dry-run", "--results", "/tmp/never-written-41"]) == 0
     out = capsys.readouterr().out
     for text in ("mdca_beta=1.0 mdca_gamma=1.0", "mdca_beta=1.0 mdca_epsilon=0.1",
-                 "mmce_lambda=2.0 mmce_width=0.4", "mc_p=0.5 mc_passes=10", "6 runs"):
+                 "mmce_lambda=2.0 mmce_width=0.4", "mc_p=0.5 mc_passes=10", "be_members=4",
+                 "pe_alpha=2 pe_members=4 pe_gamma=1", "8 runs"):
         assert text in out

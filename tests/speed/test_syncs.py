@@ -60,3 +60,26 @@ def test_only_reported_synchronisations_count():
               "all synchronizing operations")
     assert not syncs.is_sync(notice)
     assert syncs.is_sync("called a synchronizing CUDA operation")
+
+
+def test_every_built_in_method_is_checked_each_with_its_own_model(monkeypatch, capsys):
+    """'all' is every_method() (the method groups too, as bench.speed.capture),
+    'extra' names the group, and each method's step runs its own model
+    (MC-Dropout's passes, an efficient ensemble's members as heads)."""
+    from bench.methods import EXTRA, every_method
+
+    seen = []
+    monkeypatch.setattr(syncs, "check", lambda *a, **k: seen.append(a[4]) or [])
+    assert syncs.main(["--device", "cpu"]) == 0
+    assert syncs.main(["--device", "cpu", "--methods", "extra"]) == 0
+    assert seen == [every_method(), list(EXTRA)] and set(EXTRA) <= set(seen[0])
+    from bench.train.ensembles import PackedNet
+    from bench.train.loop import SingleStepper
+
+    models = []
+    real = SingleStepper.__init__
+    monkeypatch.setattr(SingleStepper, "__init__",
+                        lambda self, model, *a, **k: models.append(model) or real(self, model, *a,
+                                                                                 **k))
+    syncs.steps_of("packed", "smallcnn", 12, 1, torch.device("cpu"))(0)  # one step runs
+    assert isinstance(models[0], PackedNet)
