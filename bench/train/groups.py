@@ -145,25 +145,23 @@ def run_members(members: list, bundle, results, device: str | None = None,
     trained = list(zip(exps, seeds))
     how = fused_as(exps[0].train, device)
     states = member_states([paths[i] for i in todo], trained, how)
-    train = TRAIN_TOGETHER[how]
-    out = train([model for model, _ in built], methods, exps[0].train, bundle, seeds,
-                device, progress, on_step, states=states)
-    failed = [r for r in out if isinstance(r, BaseException)]
-    extra = {"fused_as": how} if how == "streams" else {}
-    for k, (i, exp, seed, result, (model, bb)) in enumerate(zip(todo, exps, seeds, out, built)):
-        if isinstance(result, BaseException):
-            continue
-        save_run(paths[i], exp, bundle, seed, result, n_params(model), bb.weights, device,
-                 keep_weights=keep_weights, **group_fields(exp, trained), **extra)
-        if how == "streams":
-            states[k].clear()  # this member's record is complete
-    if how != "streams" and not failed:
-        states[0].clear()  # every member's record is complete
-    for i, exp, result, (model, _) in zip(todo, exps, out, built):
-        if not isinstance(result, BaseException):
-            evaluate_trained(paths[i], model, result, exp.train, evals, device)
-    if failed:
-        raise failed[0]
+    out = TRAIN_TOGETHER[how]([model for model, _ in built], methods, exps[0].train, bundle,
+                              seeds, device, progress, on_step, states=states)
+    ok = [k for k, result in enumerate(out) if not isinstance(result, BaseException)]
+    for k in ok:
+        (model, bb), i = built[k], todo[k]
+        save_run(paths[i], exps[k], bundle, seeds[k], out[k], n_params(model), bb.weights,
+                 device, keep_weights=keep_weights, **group_fields(exps[k], trained),
+                 **({"fused_as": how} if how == "streams" else {}))
+    # a complete record needs no state: each streams member's own, the group's once all are
+    done_states = [states[k] for k in ok] if how == "streams" else \
+        states if len(ok) == len(out) else []
+    for state in done_states:
+        state.clear()
+    for k in ok:
+        evaluate_trained(paths[todo[k]], built[k][0], out[k], exps[k].train, evals, device)
+    if len(ok) < len(out):
+        raise next(r for r in out if isinstance(r, BaseException))
     done = set(todo)
     return [("done" if i in done else "skipped", p) for i, p in enumerate(paths)]
 
