@@ -29,11 +29,11 @@ run "Mixup.batch returns the batch unmixed" methods/mixup.py \
 run "temperature scaling fitted on test" bench/report/derived.py \
   't = fit_temperature(p["val_logits"], p["val_labels"])' \
   't = fit_temperature(p["test_logits"], p["test_labels"])' \
-  tests/core/test_ts_ensemble_independent.py tests/core/test_calibration.py
-run "deep ensemble averages logits" bench/core/calibration.py \
+  tests/calib/test_ts_ensemble_independent.py tests/calib/test_calibration.py
+run "deep ensemble averages logits" bench/calib/calibration.py \
   "return np.mean([head_probs(lg) for lg in logits_list], axis=0)" \
   "return head_probs(np.mean(logits_list, axis=0))" \
-  tests/core/test_ts_ensemble_independent.py tests/core/test_calibration.py
+  tests/calib/test_ts_ensemble_independent.py tests/calib/test_calibration.py
 run "optimiser fields left out of the hash" bench/core/config.py \
   'NON_RESULT_FIELDS = frozenset({"eval_batch_size",' \
   'NON_RESULT_FIELDS = frozenset({"momentum", "weight_decay", "augment", "eta_min", "eval_batch_size",' \

@@ -12,15 +12,16 @@ from pathlib import Path
 import pytest
 
 from bench.core import plugins
-from bench.core.measures import MEASURES
-from bench.core.variants import VARIANTS
+from bench.calib.measures import MEASURES
+from bench.calib.ood import SCORES as OOD_SCORES
+from bench.calib.variants import VARIANTS
 from bench.datasets import DATASETS
 from bench.methods import METHODS
 from bench.train.backbones import BACKBONES
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "mhml-confpen"
-REGISTRIES = (METHODS, DATASETS, BACKBONES, MEASURES, VARIANTS)
+REGISTRIES = (METHODS, DATASETS, BACKBONES, MEASURES, VARIANTS, OOD_SCORES)
 
 
 def lay_distribution(site: Path, project: Path = EXAMPLE) -> Path:

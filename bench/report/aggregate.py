@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.core import measures as M
+from bench.calib import measures as M
 from bench.core import files, outcomes, store
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.outcomes import Failure
 from bench.core.paper import DENS, ENSEMBLE_OF

@@ -14,8 +14,8 @@ import numpy as np
 from tqdm import tqdm
 
 from bench.core.paper import DENS, ENSEMBLE_OF
-from bench.core import measures as M
-from bench.core import variants as V
+from bench.calib import measures as M
+from bench.calib import variants as V
 from bench.report import stats
 from bench.report.aggregate import has_ensemble
 from bench.report.tables import backbone_name, dataset_name, method_name, ordered_methods
@@ -33,7 +33,7 @@ def block_title(ds: str, bb: str, names: dict | None = None) -> str:
 def reliability_panels(runs, seed=None, sections=None, names=None) -> list[tuple]:
     """(label, probs, labels) per method of one dataset/backbone, pooled over
     seeds (or one seed), in table order, with D-Ens when pooled: the plain and
-    dens variants' probabilities (bench.core.variants), as in the tables."""
+    dens variants' probabilities (bench.calib.variants), as in the tables."""
     by_method: dict = {}
     for r in runs:
         if seed is None or r.seed == seed:

@@ -11,7 +11,7 @@ Only booktabs, rotating (sideways tables), amssymb and graphicx.
 """
 from __future__ import annotations
 
-from bench.core import measures as M
+from bench.calib import measures as M
 from bench.report.footnotes import table_notes
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,

@@ -20,7 +20,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from bench.core import store
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.report import aggregate, comparable, configs, copied, evalsets, names, ood, paired
 from bench.report import stats, unfinished
@@ -117,7 +117,7 @@ def sets_report(opts: ReportOptions, runs, cache):
     """--sets: each run's trained row, +TS (unless --no-ts) and the --variants
     calibrators, and D-Ens, as conformal prediction sets (bench.report.sets),
     on the test split and on the records' shift and site sets (setshift)."""
-    from bench.core import variants as V
+    from bench.calib import variants as V
     from bench.report import sets
 
     from bench.report import setshift

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from bench.core import paper
 from bench.core.paper import COPIED_SUFFIX
-from bench.core import variants as V
-from bench.core import measures as M
+from bench.calib import variants as V
+from bench.calib import measures as M
 from bench.report.ranks import mean_ranks, rank_marks
 
 REFERENCE = "sl1h"  # what the significance tests compare against (--significance-ref)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from bench.core import measures as M
+from bench.calib import measures as M
 from bench.report.footnotes import table_notes
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts, ci_note,
                                  columns, copied_note, method_name, rank_note)
