@@ -23,16 +23,25 @@ def mean_head_logits(logits: np.ndarray) -> np.ndarray:
 LOG_T_BOUNDS = (-10.0, 10.0)
 
 
-def _nll_and_grad(log_t: np.ndarray, z: np.ndarray, labels: np.ndarray):
-    """NLL(softmax(z / T)) and its derivative in log T (d(z/T)/d log T = -z/T)."""
-    s = z / np.exp(log_t[0])
+def softmax_nll(s: np.ndarray, labels: np.ndarray):
+    """(mean -log softmax(s)_y, softmax(s) - onehot(y), s shifted by its row
+    maxima): the NLL and the pieces of its gradient, for temperature scaling
+    here and the calibrators of bench.calib.posthoc (each finishes the
+    gradient in its own parameters; the row sums of the second are 0, so
+    either s gives the same gradient, and the shifted one is what they use)."""
     s = s - s.max(axis=1, keepdims=True)
     logp = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
     rows = np.arange(len(labels))
     p_minus_y = np.exp(logp)
     p_minus_y[rows, labels] -= 1.0
+    return -logp[rows, labels].mean(), p_minus_y, s
+
+
+def _nll_and_grad(log_t: np.ndarray, z: np.ndarray, labels: np.ndarray):
+    """NLL(softmax(z / T)) and its derivative in log T (d(z/T)/d log T = -z/T)."""
+    nll, p_minus_y, s = softmax_nll(z / np.exp(log_t[0]), labels)
     grad = -np.sum(p_minus_y * s) / len(labels)  # shift-invariant: sum_k (p - y)_k = 0
-    return -logp[rows, labels].mean(), np.array([grad])
+    return nll, np.array([grad])
 
 
 def one_blas_thread():

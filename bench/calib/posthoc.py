@@ -28,7 +28,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from bench.calib.calibration import fit_temperature, mean_head_logits, one_blas_thread
+from bench.calib.calibration import (fit_temperature, mean_head_logits, one_blas_thread,
+                                     softmax_nll)
 from bench.core.errors import BenchError
 from bench.calib.metrics import softmax
 
@@ -90,12 +91,8 @@ def _prior(y: np.ndarray, k: int) -> np.ndarray:
 # ------------------------------------------------------------- shared --
 def _nll_grad(s: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
     """Mean -log softmax(s)_y and its gradient in s, (softmax(s) - onehot(y)) / N."""
-    s = s - s.max(axis=1, keepdims=True)
-    logp = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
-    rows = np.arange(len(y))
-    g = np.exp(logp)
-    g[rows, y] -= 1.0
-    return float(-logp[rows, y].mean()), g / len(y)
+    nll, p_minus_y, _ = softmax_nll(s, y)
+    return float(nll), p_minus_y / len(y)
 
 
 def _renormalise(q: np.ndarray, prior: np.ndarray) -> np.ndarray:
