@@ -106,7 +106,7 @@ def make_bin_sensitivity(cells: dict, out: Path, sections=None, names=None) -> l
 def friedman_table(tables, metric: str) -> tuple[dict, list[str]]:
     """{((dataset, backbone), row label): score} of the main tables' re-run
     rows (Rank or a metric's mean), and the row labels in table order."""
-    mains = [t for t in tables if t.kind == "main"]
+    mains = [t for t in tables if t.spec.headline]
     table = {}
     for t in mains:
         for r in (r for r in t.rows if not r.copied):  # copied rows: no blocks of runs

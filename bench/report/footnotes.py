@@ -56,7 +56,7 @@ def table_notes(table: Table) -> list[str]:
     """What a calibrated table's numbers are computed from (ts, posthoc), then
     the notes bench.report.pipeline gives it per dataset; plain text, both
     renderers print them last."""
-    out = [UNSCALED_NOTE] if table.kind in ("ts", "posthoc") else []
-    if table.kind == "posthoc":
+    out = [UNSCALED_NOTE] if table.spec.calibrated else []
+    if table.spec.calibrators:
         out += [n for n in (calibrators_note(table), NLL_ZERO_NOTE) if n]
     return out + list(table.notes)

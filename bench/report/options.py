@@ -19,8 +19,10 @@ from bench.report.captions import check_caption
 from bench.core.paper import DENS
 from bench.report.stats import TESTS
 from bench.calib import measures as M
-from bench.report.tables import CAPTIONS, CI_CAPTION, REFERENCE
-KINDS = ("main", "std", "ts", "posthoc")
+from bench.report import kinds
+from bench.report.tables import REFERENCE
+
+KINDS = tuple(k.name for k in kinds.TABLES)  # one --caption-<kind> each
 COMPARE_CHOICES = ("paper",)
 
 
@@ -191,7 +193,7 @@ class ReportOptions(Options):
         own = getattr(self, f"caption_{kind}")
         if own:
             return own
-        return CI_CAPTION if kind == "std" and self.ci else CAPTIONS[kind]
+        return kinds.get(kind).caption_for(self.ci)
 
 
 def csv_list(values) -> list[str] | None:

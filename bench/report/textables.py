@@ -57,7 +57,7 @@ def headers(table: Table) -> list[str]:
 
 def rows(table: Table, markdown: bool) -> list[list[str]]:
     width = len(block_heads(table)) + (len(COST_HEADS) if table.cost else 0)
-    std = table.kind == "std"
+    std = table.spec.spread
     out = []
     for row in table.rows:
         line = [row.label + ("†" if row.copied else "")]
