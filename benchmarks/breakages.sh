@@ -19,11 +19,11 @@ open(p, 'w').write(s.replace(o, os.environ['NEW']))" || { missed=1; rm -rf "$w";
   echo "$out" | grep -qE "^FAILED" || { echo "   NOT CAUGHT"; missed=1; }
   rm -rf "$w"
 }
-run "MultiHead.setup ignores the seed" methods/mhml.py \
+run "MultiHead.setup ignores the seed" bench/methods/mhml.py \
   "class_weights(num_classes, self.heads, seed, self.multi_loss" \
   "class_weights(num_classes, self.heads, 0, self.multi_loss" \
   tests/methods/test_weight_groups.py tests/methods/test_mhml.py
-run "Mixup.batch returns the batch unmixed" methods/mixup.py \
+run "Mixup.batch returns the batch unmixed" bench/methods/mixup.py \
   "return lam * x + (1 - lam) * x[perm], (y, y[perm], lam)" "return x, (y, y, 1.0)" \
   tests/methods/test_mixup_replay.py tests/methods/test_methods.py
 run "temperature scaling fitted on test" bench/report/derived.py \

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = {"bench": ROOT / "bench", "bench.methods": ROOT / "methods",
-           "bench.datasets": ROOT / "datasets"}
+SOURCES = {"bench": ROOT / "bench"}
 RULE_MARK = "<!-- the dependency rule: tests/test_layout.py parses this table -->"
 
 
@@ -42,10 +41,7 @@ def modules() -> dict[str, Path]:
         for path in folder.rglob("*.py"):
             rel = path.relative_to(folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
-            name = ".".join([prefix, *parts])
-            if prefix == "bench" and parts and parts[0] in ("methods", "datasets"):
-                continue
-            out[name] = path
+            out[".".join([prefix, *parts])] = path
     return out
 
 
