@@ -68,8 +68,11 @@ def _plugin_module(module) -> bool:
     if not file:
         return False
     path = Path(file).resolve()
-    return not any(path.is_relative_to(Path(root).resolve())
-                   for root in (sys.prefix, sys.base_prefix, ROOT))
+    # an installed library may live outside sys.prefix (a venv reading
+    # another's site-packages through a .pth file, as a git worktree's may)
+    installed = {"site-packages", "dist-packages"} & set(path.parts)
+    return not installed and not any(path.is_relative_to(Path(root).resolve())
+                                     for root in (sys.prefix, sys.base_prefix, ROOT))
 
 
 @pytest.fixture
