@@ -12,8 +12,11 @@ same decorators the built-ins use.
 
     register_calibrator("temp2", fit, apply, "my calibrator")  # fit on validation logits
 
+    register_ood_score("energy", energy, "Energy", "minus the free energy")  # [N, M, K] -> [N]
+
 A measure is then a `bench report --metrics` column and in every CSV; a
-calibrator a `--variants` choice (docs/reports.md).
+calibrator a `--variants` choice (docs/reports.md); an OOD score a column
+group of every `bench report --ood` table (docs/shift.md).
 
 A module doing this becomes a plugin through an entry point in the group
 `mhml_bench.plugins` (its value: the module), the environment variable
@@ -30,15 +33,16 @@ from bench.datasets.base import DATASETS, DatasetBundle, Split
 from bench.methods.base import METHODS, Method
 from bench.train.backbones import BACKBONES, Backbone
 
-from bench.core.measures import register_measure
-from bench.core.variants import posthoc_variant as register_calibrator
-from bench.core.variants import register_variant
+from bench.calib.measures import register_measure
+from bench.calib.ood import register_score as register_ood_score
+from bench.calib.variants import posthoc_variant as register_calibrator
+from bench.calib.variants import register_variant
 
 register_method = METHODS.register
 register_dataset = DATASETS.register
 register_backbone = BACKBONES.register
 
 __all__ = ["register_method", "register_dataset", "register_backbone", "register_measure",
-           "register_variant", "register_calibrator", "Method",
+           "register_variant", "register_calibrator", "register_ood_score", "Method",
            "DatasetBundle", "Split", "Backbone", "BenchError", "load", "GROUP", "ENV",
            "Range", "ge", "gt", "setting"]

@@ -1,7 +1,7 @@
 """Results as data, for your own analysis: `bench.results.load(results_dir)`
 returns a pandas DataFrame with one row per finished run record (config
 columns, test_/val_ metrics as fractions, cost) and, computed from each
-record's saved test logits, every other measure of bench.core.measures
+record's saved test logits, every other measure of bench.calib.measures
 (`test_aece`, `test_cwece`, `test_dl2ce`, `test_smece`, `test_aurc`,
 `test_ece5` ... `test_ece30`, and a plugin's) and the bootstrap bounds of
 ACC / ECE / NLL (`test_acc_boot_lo`, ..., `boot_resamples`, `boot_seed`).
@@ -9,7 +9,7 @@ See bench.report.frame and bench.report.cells. `shift(results_dir)` and
 `ood(results_dir)`: the records' evaluation sets as tidy frames, the data of
 `bench report --shift` / `--ood`; `sets(results_dir)`: conformal prediction
 sets (`bench report --sets`)."""
-from bench.core import measures as _measures
+from bench.calib import measures as _measures
 from bench.core.record import COSTS
 from bench.report import frame
 from bench.report.frame import damaged

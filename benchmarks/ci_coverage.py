@@ -3,7 +3,7 @@ error of a nearly calibrated model: the plug-in ECE (15 equal-width bins,
 the paper's) against the debiased dL2CE (Kumar et al. 2019). Not a test: it
 prints the numbers docs/reports.md ("Intervals") quotes; the test suite
 checks the same effect on a smaller simulation
-(tests/core/test_debiased.py).
+(tests/calib/test_debiased.py).
 
 The model: K classes, logits z ~ N(0, 1) per class plus `--signal` on one
 class drawn at random; the true class probabilities are q = softmax(z) and
@@ -17,7 +17,7 @@ right (q at p's arg-max), no label noise:
 Each of `--sets` test sets of n samples gets the intervals `bench report`
 computes (1,000 resamples, numpy seed 0, percentile; the Measure registry's
 resamplers), and a coverage count; and, for comparison, dL2CE's percentile
-interval without the recentring (bench.core.debiased) and the mean widths.
+interval without the recentring (bench.calib.debiased) and the mean widths.
 
     .venv/bin/python benchmarks/ci_coverage.py [--sets 200] [--sizes 200,1000,5000]
 """
@@ -28,9 +28,9 @@ import time
 
 import numpy as np
 
-from bench.core import calibration_measures as C
-from bench.core import measures as M
-from bench.core.debiased import dl2ce_resamples
+from bench.calib import calibration_measures as C
+from bench.calib import measures as M
+from bench.calib.debiased import dl2ce_resamples
 
 
 def draw(n: int, rng, k: int, signal: float, tau: float):

@@ -114,14 +114,11 @@ STEPS="${STEPS:-capture streamtime graphtime gpuplan e2e}"  # which steps, in th
 export PYTHONUNBUFFERED=1
 
 # The device image has torch, timm, tabulate, tqdm, scikit-learn but not this
-# package; lay it out as installed (methods/ and datasets/ are bench.methods
-# and bench.datasets, pyproject's package-dir) in a scratch folder.
+# package; lay it out as installed (bench/ as it is) in a scratch folder.
 RUN_DIR="$REPO"
 if ! (cd "$REPO" && "$PY" -c "import bench.methods, bench.datasets" 2>/dev/null); then
     RUN_DIR="$SCRATCH/src"; mkdir -p "$RUN_DIR"
     cp -r "$REPO/bench" "$RUN_DIR/bench"
-    cp -r "$REPO/methods" "$RUN_DIR/bench/methods"
-    cp -r "$REPO/datasets" "$RUN_DIR/bench/datasets"
 fi
 cd "$RUN_DIR" || exit 1
 

@@ -3,7 +3,7 @@
 mutation) in a throw-away copy of the tree, one at a time, and
 tests/cli/test_reference_doc.py must fail. Not part of CI (about 8 s a literal on 2 cores).
 
-    .venv/bin/python benchmarks/help_texts.py bench/core/config.py methods/mhml.py ...
+    .venv/bin/python benchmarks/help_texts.py bench/core/config.py bench/methods/mhml.py ...
 """
 import ast
 import io

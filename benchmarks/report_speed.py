@@ -37,8 +37,9 @@ SITE = ("import sys\nsys.meta_path[:] = [f for f in sys.meta_path\n"
 
 def write_grid(root: Path, n: int, seeds: int = 5) -> int:
     """The synthetic records under `root`, written by this checkout's store."""
-    from bench.core import measures, store
-    from bench.core.metrics import head_probs
+    from bench.calib import measures
+    from bench.core import store
+    from bench.calib.metrics import head_probs
 
     rng, count = np.random.default_rng(0), 0
     for ds, k in GRID.items():
@@ -62,9 +63,10 @@ def write_grid(root: Path, n: int, seeds: int = 5) -> int:
 def lay_out(tree: Path, into: Path) -> Path:
     """`tree`'s sources as installed, with the editable finder switched off."""
     shutil.copytree(tree / "bench", into / "bench", ignore=shutil.ignore_patterns("__pycache__"))
-    for sub in ("methods", "datasets"):
-        shutil.copytree(tree / sub, into / "bench" / sub,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    for sub in ("methods", "datasets"):  # a tree from before they moved into bench/
+        if (tree / sub).is_dir():
+            shutil.copytree(tree / sub, into / "bench" / sub,
+                            ignore=shutil.ignore_patterns("__pycache__"))
     (into / "sitecustomize.py").write_text(SITE)
     return into
 

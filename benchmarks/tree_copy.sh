@@ -6,6 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXX")
 git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$work"
-# bench.methods / bench.datasets are a package-dir mapping in pyproject: symlinks stand in
-ln -s ../methods "$work/bench/methods"; ln -s ../datasets "$work/bench/datasets"
 echo "$work"

@@ -12,15 +12,16 @@ from pathlib import Path
 import pytest
 
 from bench.core import plugins
-from bench.core.measures import MEASURES
-from bench.core.variants import VARIANTS
+from bench.calib.measures import MEASURES
+from bench.calib.ood import SCORES as OOD_SCORES
+from bench.calib.variants import VARIANTS
 from bench.datasets import DATASETS
 from bench.methods import METHODS
 from bench.train.backbones import BACKBONES
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "mhml-confpen"
-REGISTRIES = (METHODS, DATASETS, BACKBONES, MEASURES, VARIANTS)
+REGISTRIES = (METHODS, DATASETS, BACKBONES, MEASURES, VARIANTS, OOD_SCORES)
 
 
 def lay_distribution(site: Path, project: Path = EXAMPLE) -> Path:
@@ -67,8 +68,11 @@ def _plugin_module(module) -> bool:
     if not file:
         return False
     path = Path(file).resolve()
-    return not any(path.is_relative_to(Path(root).resolve())
-                   for root in (sys.prefix, sys.base_prefix, ROOT))
+    # an installed library may live outside sys.prefix (a venv reading
+    # another's site-packages through a .pth file, as a git worktree's may)
+    installed = {"site-packages", "dist-packages"} & set(path.parts)
+    return not installed and not any(path.is_relative_to(Path(root).resolve())
+                                     for root in (sys.prefix, sys.base_prefix, ROOT))
 
 
 @pytest.fixture

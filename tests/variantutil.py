@@ -1,9 +1,9 @@
 """A derived row of saved records as the tests check it: the stored measures
-of one variant (bench.core.variants) of the records at `paths`, and what the
+of one variant (bench.calib.variants) of the records at `paths`, and what the
 variant fitted (the temperature, the ensemble's members)."""
-from bench.core import measures as M
-from bench.core.calibration import scaled_probs
-from bench.core import variants as V
+from bench.calib import measures as M
+from bench.calib.calibration import scaled_probs
+from bench.calib import variants as V
 from bench.core.record import Record
 
 

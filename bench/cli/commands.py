@@ -16,7 +16,7 @@ from bench.sweep.options import RunOptions
 
 def add_parser(sub) -> None:
     lp = sub.add_parser("list", help="list registered methods, datasets, backbones, profiles, "
-                        "measures, variants; --keys: every --set key")
+                        "measures, variants, OOD scores; --keys: every --set key")
     lp.add_argument("--keys", action="store_true",
                     help="every --set key with its type, default, allowed range and meaning")
     lp.set_defaults(func=lambda args: print(keys_table() if args.keys else list_registries())
@@ -27,8 +27,9 @@ def add_parser(sub) -> None:
 
 
 def registries():
-    from bench.core.measures import MEASURES
-    from bench.core.variants import VARIANTS
+    from bench.calib.measures import MEASURES
+    from bench.calib.ood import SCORES
+    from bench.calib.variants import VARIANTS
     from bench.datasets import DATASETS
     from bench.methods import METHODS
 
@@ -36,7 +37,8 @@ def registries():
             "measures (bench report --metrics; every table, CSV and bench.results.load)":
                 MEASURES,
             "variants (how bench report turns saved logits into probabilities; "
-            "--variants picks the post-hoc calibrators)": VARIANTS}
+            "--variants picks the post-hoc calibrators)": VARIANTS,
+            "OOD scores (bench report --ood: a column group of each table)": SCORES}
 
 
 def list_registries() -> str:

@@ -1,13 +1,13 @@
 """bench.core: the pieces every other package builds on, torch-free where possible.
 
-errors (one exception type), registry (name -> factory), settings (how a
+errors (one exception type), registry (name -> factory), plugins (loading
+them, and where a registered entry's code came from), settings (how a
 hyper-parameter is declared: range, choices, meaning, in the hash; one
-validate), config (frozen hyper-parameter dataclasses, profiles, --set
-parsing, the config hash),
-metrics (pure ACC/ECE/NLL/AUC), calibration (temperature scaling and
-ensembles on saved logits), store (run records on disk), paper (the paper's
-methods, backbones and row order), provenance,
-transfer (non-blocking host-to-device copies).
+validate), config and flags (frozen hyper-parameter dataclasses, profiles,
+--set parsing, the config hash), store, record and files (run records on
+disk), paper (the paper's methods, backbones and row order), provenance,
+transfer (non-blocking host-to-device copies), moved (the old paths of the
+calibration modules, now bench.calib, for a deprecation period).
 
 What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """

@@ -14,6 +14,7 @@ import typing
 from dataclasses import dataclass, fields, replace
 
 from bench.core.errors import BenchError, choices_error
+from bench.core.flags import pairs
 from bench.core.settings import Range, ge, gt, hashed, setting, specs, validate
 
 # Upper bounds that only catch typos (a paste of 99999999999999999999 would plan
@@ -181,19 +182,9 @@ def get_profile(name: str) -> TrainConfig:
 
 def parse_set(items: list[str] | None, flag: str = "--set") -> dict[str, str]:
     """['lr=0.1', 'heads=3'] -> {'lr': '0.1', 'heads': '3'} (values stay
-    strings); (key, value) pairs, parsed already (bench.core.flags), are taken
-    as they are."""
-    out: dict[str, str] = {}
-    for item in items or []:
-        if isinstance(item, (tuple, list)):
-            key, value = item
-            out[key] = value
-            continue
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise BenchError(f"{flag} expects key=value, got '{item}'")
-        out[key.strip()] = value.strip()
-    return out
+    strings); (key, value) pairs, parsed already, are taken as they are. The
+    one KEY=VALUE parser is bench.core.flags.pairs."""
+    return dict(pairs(list(items or ()), flag))
 
 
 _TRUE = {"1", "true", "yes", "on"}

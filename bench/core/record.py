@@ -96,7 +96,7 @@ class Record:
         return int(self.config.get("heads", 1))
 
     def stored(self, split: str = "test") -> dict[str, float]:
-        """The measures the trainer stored for `split` (bench.core.measures.stored)."""
+        """The measures the trainer stored for `split` (bench.calib.measures.stored)."""
         return {k: float(v) for k, v in (self.metrics.get(split) or {}).items()}
 
     @property

@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.core import measures as M
+from bench.calib import measures as M
 from bench.core import files, outcomes, store
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.outcomes import Failure
 from bench.core.paper import DENS, ENSEMBLE_OF
 from bench.core.record import COSTS, failure_reports
-from bench.report import frame
+from bench.report import frame, kinds
 from bench.report.cells import Cache, CellData, Run, make_cell, run_rows
 
 MIN_MEMBERS = 2  # one seed is no ensemble
@@ -128,13 +128,6 @@ def thin_validation(runs: list[Run], variants) -> dict:
     return dict(out)
 
 
-def row_variants(with_ts: bool = True, variants=()) -> list:
-    """The per-seed variants of a report: plain, with TS the TS table's two,
-    then the calibrators asked for (`--variants`)."""
-    out = [V.PLAIN] + (list(V.TS_VARIANTS) if with_ts or variants else [])
-    return out + [V.get(v) for v in variants if V.get(v) not in out]
-
-
 def build_cells(runs: list[Run], with_ts: bool = True, progress=None, cache: Cache | None = None,
                 variants=()) -> tuple[dict, list[str]]:
     """Every report cell keyed (dataset, backbone, row key), plus notes."""
@@ -144,7 +137,7 @@ def build_cells(runs: list[Run], with_ts: bool = True, progress=None, cache: Cac
     for r in runs:
         by_method[(r.dataset, r.backbone, r.method)].append(r)
     for (ds, bb, method), rs in by_method.items():
-        for variant in row_variants(with_ts, variants):
+        for variant in kinds.computed_variants(with_ts, variants):
             use = fitted_runs(rs) if variant.posthoc else rs
             if use:  # a calibrator is fitted on the validation split: records without one sit out
                 cell = make_cell(use, variant, cache)

@@ -1,9 +1,9 @@
 """Every number of a report, computed one way: measure(variant(records)).
 
 A cell is one (dataset, backbone, row) of a report: a method's seeds under
-one Variant (bench.core.variants: plain, ts-base, ts, dens, a calibrator).
+one Variant (bench.calib.variants: plain, ts-base, ts, dens, a calibrator).
 `entry(records, variant, cache)` gives the values of every Measure
-(bench.core.measures) for one record (or, for an ensemble, for all of them
+(bench.calib.measures) for one record (or, for an ensemble, for all of them
 at once); `make_cell` puts a cell's entries together; nothing else computes
 a table number. Entries are cached by the records' digests and the
 variant's and each measure's version (OUT/cache/measures.json), so a record
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.core import files
-from bench.core import measures as M
-from bench.core import variants as V
-from bench.core.calibration_measures import BOOT_RESAMPLES, BOOT_SEED, seed_interval
+from bench.calib import measures as M
+from bench.calib import variants as V
+from bench.calib.calibration_measures import BOOT_RESAMPLES, BOOT_SEED, seed_interval
 from bench.core.paper import DENS
 from bench.core.record import COSTS
 

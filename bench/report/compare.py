@@ -20,14 +20,14 @@ from collections import defaultdict
 from typing import Callable, Iterable
 
 from bench.core.paper import BACKBONE_ALIASES, DENS, TABLE_METHODS, TS_METHODS
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.report import published as pub
 from bench.report.ranks import mean_ranks, rank_marks
 from bench.report.tables import method_name
 
 Z_FLAG = 2.0
 ACC_TOLERANCE = 1.0  # "comparable ACC": at most this many points (x100) below SL1H
-# The rows' `variant` spellings (bench.core.variants.Variant.column)
+# The rows' `variant` spellings (bench.calib.variants.Variant.column)
 MAIN, TS = V.PLAIN.column, V.TS.column
 # The rows of the paper's temperature-scaling tables, as (method, variant column).
 TS_ROWS = tuple((m, v.column) for m in TS_METHODS for v in V.TS_VARIANTS)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bench.core.errors import BenchError
 from bench.core.paper import COPIED_SUFFIX
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.report import published
 from bench.report.cells import CellData
 from bench.report.tables import paper_metrics

@@ -181,7 +181,7 @@ def write_tables(tables, out: Path, extra=()) -> list[Path]:
         write_text(tdir / f"{name}_doc.tex", latex.document([name]))
         write_text(tdir / f"{name}.md", textables.render(t, markdown=True, missing=missing) + "\n")
         written += [tdir / f"{name}.tex", tdir / f"{name}_doc.tex", tdir / f"{name}.md"]
-        if t.kind == "posthoc":  # its rows are no groups.csv view: every cell as shown
+        if t.spec.cells_csv:  # its rows are no groups.csv view: every cell as shown
             written.append(aggregate.write_frame(tdir / f"{name}.csv", tables_frame([t])))
     names = [f"{t.dataset}_{t.kind}" for t in tables] + list(extra)
     write_text(tdir / "all_tables.tex", latex.document(names))
@@ -210,7 +210,7 @@ def summary_text(tables, failures, notes, written, runs, labels=None, eval_table
     (`eval_tables`: how many --shift / --ood tables were written beside them)."""
     lines = []
     for t in tables:
-        if t.kind == "main":
+        if t.spec.headline:
             lines += ["", f"{dataset_name(t.dataset, labels)} (test set, x100)",
                       textables.render(t, missing=missing_notes(t))]
     lines += [f"note: {n}" for n in notes]

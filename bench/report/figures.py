@@ -14,8 +14,8 @@ import numpy as np
 from tqdm import tqdm
 
 from bench.core.paper import DENS, ENSEMBLE_OF
-from bench.core import measures as M
-from bench.core import variants as V
+from bench.calib import measures as M
+from bench.calib import variants as V
 from bench.report import stats
 from bench.report.aggregate import has_ensemble
 from bench.report.tables import backbone_name, dataset_name, method_name, ordered_methods
@@ -33,7 +33,7 @@ def block_title(ds: str, bb: str, names: dict | None = None) -> str:
 def reliability_panels(runs, seed=None, sections=None, names=None) -> list[tuple]:
     """(label, probs, labels) per method of one dataset/backbone, pooled over
     seeds (or one seed), in table order, with D-Ens when pooled: the plain and
-    dens variants' probabilities (bench.core.variants), as in the tables."""
+    dens variants' probabilities (bench.calib.variants), as in the tables."""
     by_method: dict = {}
     for r in runs:
         if seed is None or r.seed == seed:
@@ -106,7 +106,7 @@ def make_bin_sensitivity(cells: dict, out: Path, sections=None, names=None) -> l
 def friedman_table(tables, metric: str) -> tuple[dict, list[str]]:
     """{((dataset, backbone), row label): score} of the main tables' re-run
     rows (Rank or a metric's mean), and the row labels in table order."""
-    mains = [t for t in tables if t.kind == "main"]
+    mains = [t for t in tables if t.spec.headline]
     table = {}
     for t in mains:
         for r in (r for r in t.rows if not r.copied):  # copied rows: no blocks of runs

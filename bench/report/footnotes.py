@@ -6,7 +6,7 @@ Plain text; bench.report.latex and bench.report.textables print them last.
 """
 from __future__ import annotations
 
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.report.tables import Table
 
 
@@ -33,7 +33,7 @@ UNSCALED_NOTE = ("Un-scaled rows (no suffix): the heads' logits averaged, then o
                  "the heads' softmax probabilities (paper eq. 1), so a multi-head method's "
                  "row shows other numbers there under the same label (a single head's are "
                  "the same)")
-# How a probability of 0 for the true class enters NLL (bench.core.metrics.nll)
+# How a probability of 0 for the true class enters NLL (bench.calib.metrics.nll)
 NLL_ZERO_NOTE = ("NLL: p_y clipped to [eps, 1 - eps], eps = float32's 1.19e-07, before the "
                  "log: a test sample given p_y = 0 (histogram binning and isotonic regression "
                  "can give one) adds -log(eps) = 15.94 to the NLL sum, so that row's NLL "
@@ -56,7 +56,7 @@ def table_notes(table: Table) -> list[str]:
     """What a calibrated table's numbers are computed from (ts, posthoc), then
     the notes bench.report.pipeline gives it per dataset; plain text, both
     renderers print them last."""
-    out = [UNSCALED_NOTE] if table.kind in ("ts", "posthoc") else []
-    if table.kind == "posthoc":
+    out = [UNSCALED_NOTE] if table.spec.calibrated else []
+    if table.spec.calibrators:
         out += [n for n in (calibrators_note(table), NLL_ZERO_NOTE) if n]
     return out + list(table.notes)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.core import measures as M
+from bench.calib import measures as M
 from bench.core.outcomes import Failure
 from bench.core.record import COSTS, Record, records
 

@@ -11,7 +11,7 @@ Only booktabs, rotating (sideways tables), amssymb and graphicx.
 """
 from __future__ import annotations
 
-from bench.core import measures as M
+from bench.calib import measures as M
 from bench.report.footnotes import table_notes
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,
@@ -75,7 +75,7 @@ def row_cells(table: Table, row) -> list[str]:
     for b in table.backbones:
         out += block_texts(table, table.cells.get((row.key, b)), width, DITTO,
                            lambda g: f"${g * 100:+.2f}$",
-                           lambda c, m: metric_cell(c, m, table.kind == "std", table.ci),
+                           lambda c, m: metric_cell(c, m, table.spec.spread, table.ci),
                            rank_cell)
     return out
 
@@ -91,7 +91,7 @@ def header(table: Table) -> list[str]:
 
 
 def rule_between(table: Table, prev, row) -> str:
-    if table.kind in ("ts", "posthoc"):
+    if table.spec.calibrated:  # a heavy rule between methods, each with its calibrated rows
         return "\\midrule" if row.section == prev.section else "\\midrule[1.15pt]"
     return "\\midrule" if prev.section == row.section else "\\midrule\n\\midrule"
 
@@ -100,7 +100,7 @@ def tabular(table: Table) -> str:
     width = len(block_heads(table))
     spec = "c " + " ".join("c" * width for _ in table.backbones)
     lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", *header(table),
-             "\\midrule[1.15pt]" if table.kind in ("ts", "posthoc") else "\\midrule"]
+             "\\midrule[1.15pt]" if table.spec.calibrated else "\\midrule"]
     for i, row in enumerate(table.rows):
         if i:
             lines.append(rule_between(table, table.rows[i - 1], row))
@@ -147,7 +147,7 @@ def fill_caption(template: str, dataset: str, n: int) -> str:
 
 def fragment(table: Table, missing: list[str] = ()) -> str:
     """The table float, ready for \\input{} in a paper."""
-    sideways = table.kind == "std" or (table.cost and len(table.backbones) > 1)
+    sideways = table.spec.spread or (table.cost and len(table.backbones) > 1)
     env = "sidewaystable" if sideways else "table"
     text = fill_caption(table.caption, tex_escape(dataset_name(table.dataset, table.names)), table.n_asked)
     caption = f"\\caption{{{text}}}\\label{{{table.label}}}"

@@ -7,17 +7,9 @@ from pathlib import Path
 from bench.report import textables
 from bench.report.tables import dataset_name, missing_notes
 
-TITLES = {"main": "results", "std": "mean ± std over seeds",
-          "ts": "with/out temperature scaling (+TS rows: head logits averaged, then scaled)",
-          "posthoc": "with/out post-hoc calibration fitted on the validation split (head "
-                     "logits averaged first)"}
-
-
 def title(table) -> str:
     """What the table's cells hold (intervals in the std table with --ci)."""
-    if table.kind == "std" and table.ci:
-        return "mean and 95% interval [lo, hi] over seeds"
-    return TITLES[table.kind]
+    return table.spec.title_for(table.ci)
 
 
 def report_markdown(tables, failures, notes, figures, out: Path, sections=()) -> str:

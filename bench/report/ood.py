@@ -1,10 +1,10 @@
 """Out-of-distribution detection tables (`bench report --ood`).
 
 For every record with an `ood-<source>` evaluation set: the scores of
-bench.core.ood (MSP, entropy, and for a multi-head model the heads' mutual
+bench.calib.ood (MSP, entropy, and for a multi-head model the heads' mutual
 information) on its test split (in-distribution, predictions.npz through
 Record.predictions) and on the set (out-of-distribution), and their AUROC,
-AUPR-In/Out and FPR95 (bench.core.ood.evaluate, scikit-learn's). D-Ens: the
+AUPR-In/Out and FPR95 (bench.calib.ood.evaluate, scikit-learn's). D-Ens: the
 sl1h seeds' logits stacked as the heads of one model, so its MSP and entropy
 are those of the ensemble's mean prediction and its MI the members'
 disagreement.
@@ -13,7 +13,7 @@ One table per dataset x backbone x OOD set: a row per method (table order),
 per score AUROC and FPR95, mean ± std over seeds (x100); MI is '–' for a
 single-head row. Values cached in OUT/cache/measures.json under
 `ood:<set>:<paths>`, keyed by the predictions digests, the sets' recorded
-sha256 and VERSION.
+sha256, VERSION and the registered scores' versions.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
-from bench.core import ood as O
+from bench.calib import ood as O
 from bench.core.errors import BenchError
 from bench.core.files import write_text
 from bench.core.paper import DENS, ENSEMBLE_OF
@@ -35,7 +35,7 @@ from bench.report.cells import Cache
 from bench.report.evalsets import OOD_PREFIX, usable
 from bench.report.tables import backbone_name, dataset_name, method_name, ordered_methods
 
-VERSION = 1  # of bench.core.ood's scores and metrics as cached here; bump when they change
+VERSION = 1  # of bench.calib.ood's scores and metrics as cached here; bump when they change
 SHOWN = ("auroc", "fpr95")  # the table's columns per score (the CSV holds every metric)
 MIN_MEMBERS = 2
 DASH = "–"  # a score a row cannot have (MI of a single head)
@@ -47,7 +47,8 @@ def entry(records: list, name: str, cache: Cache) -> dict:
     """score -> metric -> value of the records' logits (one record, or an
     ensemble's members stacked as heads) on set `name`, cached."""
     key_name = f"ood:{name}:" + "|".join(str(r.path) for r in records)
-    key = f"v{VERSION}:" + "|".join(f"{r.digest}/{r.eval_digest(name)}" for r in records)
+    key = f"v{VERSION}:{O.scores_key()}:" + "|".join(f"{r.digest}/{r.eval_digest(name)}"
+                                                     for r in records)
     hit = cache.used.get(key_name) or cache.entries.get(key_name)
     if not (hit and hit.get("key") == key):
         z_in = np.concatenate([r.predictions["test_logits"] for r in records], axis=1)
@@ -135,7 +136,8 @@ def table_rows(rep: OodReport, stats: pd.DataFrame, block) -> tuple[list[str], l
     ds, bb, name = block
     sub = stats[(stats["dataset"] == ds) & (stats["backbone"] == bb) & (stats["ood_set"] == name)]
     order = [m for sec in ordered_methods(set(sub["method"]), rep.sections) for m in sec]
-    cells = [[_cell(sub, m, s.name, metric) for s in O.SCORES for metric in SHOWN] for m in order]
+    cells = [[_cell(sub, m, s.name, metric) for s in O.all_scores() for metric in SHOWN]
+             for m in order]
     return [method_name(m, rep.labels) for m in order], cells
 
 
@@ -150,7 +152,8 @@ def heads(tex: bool) -> list[str]:
     metric = {m.name: m for m in O.METRICS}
     arrow = (lambda up: r"$^\uparrow$" if up else r"$_\downarrow$") if tex else \
         (lambda up: "↑" if up else "↓")
-    return [f"{s.head} {metric[m].head}{arrow(metric[m].higher)}" for s in O.SCORES for m in SHOWN]
+    return [f"{s.head} {metric[m].head}{arrow(metric[m].higher)}" for s in O.all_scores()
+            for m in SHOWN]
 
 
 def markdown(rep: OodReport, stats: pd.DataFrame, block) -> str:
@@ -173,12 +176,12 @@ def fragment(rep: OodReport, stats: pd.DataFrame, block) -> str:
     """The LaTeX table float of one dataset x backbone x set, fitted to the line."""
     ds, bb, name = block
     names, cells = table_rows(rep, stats, block)
-    ncol = len(O.SCORES) * len(SHOWN)
+    ncol = len(O.all_scores()) * len(SHOWN)
     lines = [f"\\begin{{tabular}}{{l {'c' * ncol}}}", "\\toprule",
              "& " + " & ".join(f"\\multicolumn{{{len(SHOWN)}}}{{c}}{{\\textbf{{{s.head}}}}}"
-                               for s in O.SCORES) + " \\\\",
+                               for s in O.all_scores()) + " \\\\",
              " ".join(f"\\cmidrule(lr){{{2 + i * len(SHOWN)}-{1 + (i + 1) * len(SHOWN)}}}"
-                      for i in range(len(O.SCORES))),
+                      for i in range(len(O.all_scores()))),
              "Method & " + " & ".join(h.split(" ", 1)[1] for h in heads(True)) + " \\\\",
              "\\midrule"]
     lines += [f"\\textbf{{{latex.tex_escape(n)}}} & "

@@ -18,9 +18,11 @@ from bench.core.seeds import parse_seeds
 from bench.report.captions import check_caption
 from bench.core.paper import DENS
 from bench.report.stats import TESTS
-from bench.core import measures as M
-from bench.report.tables import CAPTIONS, CI_CAPTION, REFERENCE
-KINDS = ("main", "std", "ts", "posthoc")
+from bench.calib import measures as M
+from bench.report import kinds
+from bench.report.tables import REFERENCE
+
+KINDS = tuple(k.name for k in kinds.TABLES)  # one --caption-<kind> each
 COMPARE_CHOICES = ("paper",)
 
 
@@ -115,7 +117,7 @@ class ReportOptions(Options):
         False, "out-of-distribution detection: AUROC / FPR95 of MSP, entropy and (multi-head) "
         "the heads' mutual information per dataset x backbone x OOD set; needs records "
         "evaluated with --eval ood:DATASET")
-    # conformal prediction sets (bench.core.conformal; docs/reports.md, "Prediction sets")
+    # conformal prediction sets (bench.calib.conformal; docs/reports.md, "Prediction sets")
     sets: bool = option(
         False, "conformal prediction sets (LAC, APS, RAPS) calibrated on the validation split: "
         "coverage, mean set size and size-stratified coverage per method and calibrator (+TS, "
@@ -135,7 +137,7 @@ class ReportOptions(Options):
             raise BenchError(f"--alpha {self.alpha}: a significance level must be > 0 and < 1 "
                              "(e.g. 0.05)")
         if self.sets or self.sets_alpha != 0.1:
-            from bench.core.conformal import check_alpha
+            from bench.calib.conformal import check_alpha
 
             check_alpha(self.sets_alpha)
         if self.test not in TESTS:
@@ -191,7 +193,7 @@ class ReportOptions(Options):
         own = getattr(self, f"caption_{kind}")
         if own:
             return own
-        return CI_CAPTION if kind == "std" and self.ci else CAPTIONS[kind]
+        return kinds.get(kind).caption_for(self.ci)
 
 
 def csv_list(values) -> list[str] | None:
@@ -216,10 +218,10 @@ def parse_metrics(text: str | None) -> tuple:
 
 def parse_variants(text: str | None) -> tuple:
     """'ts,vs,iso' -> ('ts', 'vs', 'iso'): the calibrators of the post-hoc
-    table (bench.core.variants); None -> () (no such table)."""
+    table (bench.calib.variants); None -> () (no such table)."""
     if text is None:
         return ()
-    from bench.core import variants as V
+    from bench.calib import variants as V
 
     items = tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
     bad = [v for v in items if v not in V.posthoc()]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.core.errors import BenchError
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.report import stats
 from bench.report.tables import REFERENCE
 

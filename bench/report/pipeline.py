@@ -20,18 +20,17 @@ import pandas as pd
 from tqdm import tqdm
 
 from bench.core import store
-from bench.core import variants as V
 from bench.core.errors import BenchError
 from bench.report import aggregate, comparable, configs, copied, evalsets, names, ood, paired
 from bench.report import stats, unfinished
 from bench.report import cells as cells_mod
 from bench.report import figures as figs
 from bench.report.document import Report
-from bench.report.options import KINDS, ReportOptions, check_order
+from bench.report import kinds
+from bench.report.options import ReportOptions, check_order
 from bench.report.footnotes import thin_note, validation_note
 from bench.report.tables import build_table
 
-FITTED = ("ts", "posthoc")  # the tables whose calibrated rows are fitted on validation
 
 FRIEDMAN_COLUMNS = ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"]
 
@@ -105,8 +104,7 @@ def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict)
     from bench.report import shift, shifttables
     from bench.report.tables import columns
 
-    calibrated = list(dict.fromkeys(([] if opts.no_ts else ["ts"]) + list(opts.variant_list)))
-    variants = [V.PLAIN, *(V.get(v) for v in calibrated)]
+    variants = list(kinds.SHIFT.rows(not opts.no_ts, opts.variant_list))
     which = list(dict.fromkeys([*columns(opts.metric_columns, not opts.no_gap), "ece"]))
     data = shift.compute(runs, variants, cache, which)
     return shifttables.build(data, variants[1:], expected, opts.metric_columns,
@@ -117,13 +115,9 @@ def sets_report(opts: ReportOptions, runs, cache):
     """--sets: each run's trained row, +TS (unless --no-ts) and the --variants
     calibrators, and D-Ens, as conformal prediction sets (bench.report.sets),
     on the test split and on the records' shift and site sets (setshift)."""
-    from bench.core import variants as V
-    from bench.report import sets
+    from bench.report import sets, setshift  # lazy: only --sets reads them
 
-    from bench.report import setshift
-
-    calibrated = list(dict.fromkeys(([] if opts.no_ts else ["ts"]) + list(opts.variant_list)))
-    variants = [V.PLAIN, *(V.get(v) for v in calibrated)]
+    variants = list(kinds.SHIFT.rows(not opts.no_ts, opts.variant_list))  # as --shift's rows
     data = sets.compute(runs, variants, opts.sets_alpha, cache)
     shifted = setshift.compute(runs, variants, opts.sets_alpha, cache)  # shift and site sets
     data.shifted = shifted if shifted.rows else None
@@ -225,12 +219,14 @@ def fitting_notes(runs: list, opts: ReportOptions) -> dict:
     without a validation split (left out), and those whose split is too
     small for a calibrator the table shows."""
     out: dict = defaultdict(list)
+    fitted = [k for k in kinds.TABLES if k.calibrated]
     for ds, labels in aggregate.without_validation(runs).items():
-        for kind in FITTED:
-            out[(ds, kind)].append(validation_note(labels))
-    for kind, variants in (("ts", [V.TS]), ("posthoc", [V.get(v) for v in opts.variant_list])):
+        for kind in fitted:
+            out[(ds, kind.name)].append(validation_note(labels))
+    for kind in fitted:
+        variants = kind.fitted(not opts.no_ts, opts.variant_list)
         for ds, lines in aggregate.thin_validation(runs, variants).items():
-            out[(ds, kind)].append(thin_note(lines))
+            out[(ds, kind.name)].append(thin_note(lines))
     return dict(out)
 
 
@@ -243,17 +239,17 @@ def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dic
     tables = []
     for ds in sorted(expected):
         sig = {(b, k): v for (d, b, k), v in sig_marks.items() if d == ds}
-        for kind in KINDS:
-            if kind == "ts" and opts.no_ts or kind == "posthoc" and not opts.variant_list:
+        for kind in kinds.TABLES:
+            if not kind.shown(not opts.no_ts, opts.variant_list):
                 continue
             t = build_table(kind, ds, cells, expected[ds], opts.backbones, opts.sections,
-                            cost=opts.cost and kind in ("main", "std"),
+                            cost=opts.cost and kind.cost,
                             sig=sig if opts.significance else None, sig_test=sig_name,
-                            caption=opts.caption(kind), metrics=opts.metric_columns,
+                            caption=opts.caption(kind.name), metrics=opts.metric_columns,
                             ci=opts.ci, labels=labels, gap=not opts.no_gap,
                             reference=opts.significance_ref, variants=opts.variant_list,
                             unlike=(unlike or {}).get(ds, ()),
-                            notes=(fit_notes or {}).get((ds, kind), ()))
+                            notes=(fit_notes or {}).get((ds, kind.name), ()))
             if t is not None:
                 tables.append(t)
     return tables

@@ -29,8 +29,8 @@ from functools import lru_cache
 from importlib import resources
 
 from bench.core.paper import DENS, PRINTED_BACKBONES, PRINTED_METHODS
-from bench.core import measures as M
-from bench.core import variants as V
+from bench.calib import measures as M
+from bench.calib import variants as V
 
 METRICS = M.paper()  # the columns the paper published (ACC, ECE, NLL)
 COLUMNS = ("table", "dataset", "backbone", "method", "variant", "acc", "acc_std", "ece",

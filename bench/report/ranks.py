@@ -27,9 +27,9 @@ def ordinal_ranks(values: Sequence[float], higher_is_better: bool) -> list[int]:
 def mean_ranks(rows: Sequence[dict], metrics=None) -> list[float]:
     """rows: one dict per method (in table order) with the metric means;
     metrics: (metric, higher is better) pairs, by default the paper's
-    (bench.core.measures). Returns each row's Rank = mean of its per-metric ranks."""
+    (bench.calib.measures). Returns each row's Rank = mean of its per-metric ranks."""
     if metrics is None:
-        from bench.core import measures as M
+        from bench.calib import measures as M
 
         metrics = M.rank_of(M.paper())
     if not rows:

@@ -2,10 +2,10 @@
 
 For every run under every variant a table shows (plain, +TS unless
 --no-ts, the --variants calibrators; D-Ens of the sl1h seeds), per
-conformal score of bench.core.conformal (LAC, APS, RAPS): the variant's
+conformal score of bench.calib.conformal (LAC, APS, RAPS): the variant's
 probabilities on the validation split calibrate the sets, its test
 probabilities are turned into sets, and every prediction-set Measure
-(bench.core.measures.set_names: coverage, mean size, size-stratified
+(bench.calib.measures.set_names: coverage, mean size, size-stratified
 coverage) is taken of them.
 
 The validation probabilities of a variant are the variant applied to the
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bench.core import conformal as CF
-from bench.core import measures as M
-from bench.core import variants as V
+from bench.calib import conformal as CF
+from bench.calib import measures as M
+from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.paper import DENS, ENSEMBLE_OF
 from bench.report.cells import Cache

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bench.core import conformal as CF
-from bench.core import measures as M
-from bench.core import variants as V
+from bench.calib import conformal as CF
+from bench.calib import measures as M
+from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.paper import DENS, ENSEMBLE_OF
 from bench.report import shift as S

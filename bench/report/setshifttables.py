@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
-from bench.core import conformal as CF
+from bench.calib import conformal as CF
 from bench.core.files import write_text
 from bench.report import latex, setstables
 from bench.report.aggregate import write_frame

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
-from bench.core import conformal as CF
-from bench.core import measures as M
+from bench.calib import conformal as CF
+from bench.calib import measures as M
 from bench.core.files import write_text
 from bench.core.paper import DENS
 from bench.report import latex

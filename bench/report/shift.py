@@ -2,8 +2,8 @@
 per corruption and severity of each record's `shift` evaluation set, under
 every variant a shift table shows.
 
-The same registries as every other cell (bench.core.variants,
-bench.core.measures), through one move: a record's shifted logits
+The same registries as every other cell (bench.calib.variants,
+bench.calib.measures), through one move: a record's shifted logits
 [C, S, N, M, K] are stacked into one test split of C x S x N samples beside
 its own validation split, the variant is applied once (a calibrator is fitted
 on the in-distribution validation split, once per record, not once per
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bench.core import measures as M
-from bench.core import variants as V
+from bench.calib import measures as M
+from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.paper import DENS, ENSEMBLE_OF
 from bench.report.cells import Cache, CellData

@@ -18,7 +18,7 @@ import pandas as pd
 
 from bench.core.files import write_text
 from bench.core.paper import DENS
-from bench.report import latex, textables
+from bench.report import kinds, latex, textables
 from bench.report.aggregate import write_frame
 from bench.report.shift import ShiftData, long_frame, severity_cells, severity_key
 from bench.report.tables import (Row, Table, backbone_name, block_cells, dataset_name,
@@ -106,7 +106,7 @@ def shift_table(ds, bb, cells: dict, variants, expected, metrics, gap, sections,
     names = {**(labels or {}), **severity_labels(severities)}
     bb_tex = latex.tex_escape(backbone_name(bb, labels)).replace("{", "{{").replace("}", "}}")
     caption = CAPTION.replace("BACKBONE", bb_tex).replace("CORRUPTIONS", str(n_corruptions))
-    return Table("shift", ds, tuple(severity_key(s) for s in severities), tuple(rows), blocks,
+    return Table(kinds.SHIFT, ds, tuple(severity_key(s) for s in severities), tuple(rows), blocks,
                  caption,
                  f"tab:{ds}_{bb}_shift", len(expected), metrics=tuple(metrics),
                  labels=tuple(sorted(names.items())), gap=gap)

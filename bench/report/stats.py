@@ -75,9 +75,9 @@ def paired_vs_reference(values: dict, seeds, ref_values: dict, ref_seeds,
                         metrics=None, test: str = "auto") -> dict:
     """metric -> Paired (or None) for one row against the reference row,
     using only the seeds both have; metrics: by default the paper's
-    (bench.core.measures)."""
+    (bench.calib.measures)."""
     if metrics is None:
-        from bench.core import measures
+        from bench.calib import measures
 
         metrics = measures.paper()
     common = [s for s in seeds if s in set(ref_seeds)]

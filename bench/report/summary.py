@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from bench.core import measures as M
+from bench.calib import measures as M
 from bench.core import store
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.core.record import records as read_records
 from bench.report import aggregate
 from bench.report.cells import CellData, Run

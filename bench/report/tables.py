@@ -1,13 +1,9 @@
 """The report tables as data: rows, per-backbone cells, ranks and marks.
 
 Pure: groups in, a Table out. bench.report.latex and bench.report.textables render it.
-Three kinds, as the paper: `main` (means), `std` (mean ± std, or 95%
-intervals with --ci: the supplementary's sideways tables) and `ts` (each
-method followed by its temperature-scaled row, ranks over all rows shown);
-and with `--variants` a fourth, `posthoc` (each method's un-scaled row
-followed by one row per post-hoc calibrator, ranked as the TS table). A
-table carries everything its caption and footnotes say, so they describe
-the rows it shows and nothing else.
+Its kind (main, std, ts, posthoc, shift) is a TableKind of bench.report.kinds,
+declared there once. A table carries everything its caption and footnotes
+say, so they describe the rows it shows and nothing else.
 """
 from __future__ import annotations
 
@@ -15,29 +11,13 @@ from dataclasses import dataclass, field
 
 from bench.core import paper
 from bench.core.paper import COPIED_SUFFIX
-from bench.core import variants as V
-from bench.core import measures as M
+from bench.calib import variants as V
+from bench.calib import measures as M
+from bench.report import kinds
+from bench.report.kinds import TableKind
 from bench.report.ranks import mean_ranks, rank_marks
 
 REFERENCE = "sl1h"  # what the significance tests compare against (--significance-ref)
-CAPTIONS = {
-    "main": r"Results on the \textbf{{{dataset} dataset}} with different architectures and "
-            r"strategies. For each model, \underline{{\textbf{{best}}}} and "
-            r"\textbf{{second best}} ranks are marked.",
-    "std": r"Results on the \textbf{{{dataset} dataset}}, mean $\pm$ standard deviation "
-           r"over {n} training runs.",
-    "ts": r"Results on the \textbf{{{dataset} dataset}} with/out Temperature Scaling "
-          r"(\textbf{{+TS}}). For each model, \underline{{\textbf{{best}}}} and "
-          r"\textbf{{second best}} ranks are marked.",
-    "posthoc": r"Results on the \textbf{{{dataset} dataset}} with/out post-hoc calibration "
-               r"fitted on the validation set. For each model, \underline{{\textbf{{best}}}} "
-               r"and \textbf{{second best}} ranks are marked.",
-}
-# The std table's caption with --ci (its cells are intervals, not std)
-CI_CAPTION = (r"Results on the \textbf{{{dataset} dataset}}, mean and 95\% interval "
-              r"[lo, hi] over {n} training runs.")
-
-
 COST_HEADS = ("Params (M)", "Train (s)", "Train (img/s)", "Infer (ms)")
 
 GAP = "gap"  # the signed measure every table shows in one place (columns)
@@ -160,7 +140,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Table:
-    kind: str  # main | std | ts
+    spec: TableKind  # its kind: rows, caption, title, footnotes (bench.report.kinds)
     dataset: str
     backbones: tuple
     rows: tuple
@@ -179,6 +159,11 @@ class Table:
     # how its re-run rows differ from the protocol of its copied rows
     # (--published-rows-anyway, bench.report.comparable): said in the footnote
     unlike: tuple = ()
+
+    @property
+    def kind(self) -> str:
+        """The kind's name: the file names', CSVs' and library's spelling."""
+        return self.spec.name
 
     @property
     def names(self) -> dict:
@@ -224,30 +209,21 @@ def ordered_methods(present, sections=None) -> list[list[str]]:
     return [sec for sec in out if sec]
 
 
-def row_variants(kind: str, variants=()) -> tuple:
-    """The variants each method's rows show in a table of `kind`: the main
-    and std tables one row (the trained runs), the TS table the un-scaled row
-    and +TS, the post-hoc table the un-scaled row and each calibrator."""
-    if kind == "ts":
-        return V.TS_VARIANTS
-    if kind == "posthoc":
-        return (V.TS_BASE, *(V.get(v) for v in variants))
-    return (V.PLAIN,)
-
-
-def table_rows(kind: str, present, sections=None, labels: dict | None = None,
+def table_rows(kind, present, sections=None, labels: dict | None = None,
                variants=()) -> list[Row]:
+    kind = kinds.get(kind)
+    per_variant = kind.rows(True, variants)
     rows = []
     for i, sec in enumerate(ordered_methods(present, sections)):
         for m in sec:
             name, copied = method_name(m, labels), m.endswith(COPIED_SUFFIX)
-            if kind in ("main", "std"):
+            if per_variant is None:
                 rows.append(Row(m, m, name, i, copied=copied))
             elif not m.startswith(paper.DENS):
                 # per method: un-scaled (logits averaged, T=1), then the scaled
                 # rows; each method its own section so heavy rules separate them
                 section = len(rows)
-                for v in row_variants(kind, variants):
+                for v in per_variant:
                     rows.append(Row(v.key(m), m, name + v.label, section, ts=v is V.TS,
                                     copied=copied, suffix=v.label))
     return rows
@@ -292,8 +268,8 @@ def block_cells(rows, backbone, groups, dataset, expected, sig=None, metrics=(),
     return cells
 
 
-def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbones=None,
-                sections=None, cost: bool = False, sig: dict | None = None,
+def build_table(kind: TableKind | str, dataset: str, groups: dict, expected: tuple,
+                backbones=None, sections=None, cost: bool = False, sig: dict | None = None,
                 sig_test: str | None = None, caption: str | None = None,
                 notes=(), metrics: tuple = (), ci: bool = False, labels: dict | None = None,
                 gap: bool = True, reference: str = REFERENCE, variants=(),
@@ -301,10 +277,11 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     """groups: (dataset, backbone, row key) -> aggregate.CellData; expected: the
     seeds asked (n/N marks short cells). sig: optional
     (backbone, row key) -> {metric: bool}. None when nothing to show."""
+    kind = kinds.get(kind)
     have = {b for d, b, _ in groups if d == dataset}
     bbs = [b for b in backbones if b in have] if backbones else order_backbones(have)
     methods = {g.row_method for (d, b, k), g in groups.items() if d == dataset and b in bbs}
-    if kind == "ts":
+    if kind.ts_methods:
         methods = {m for m in methods if (sections or m.partition("@")[0] in paper.TS_METHODS)
                    and any((dataset, b, V.TS.key(m)) in groups for b in bbs)}
     rows = [r for r in table_rows(kind, methods, sections, labels, variants)
@@ -314,8 +291,8 @@ def build_table(kind: str, dataset: str, groups: dict, expected: tuple, backbone
     cells = {}
     for b in bbs:
         cells.update(block_cells(rows, b, groups, dataset, expected, sig, metrics, reference))
-    return Table(kind, dataset, tuple(bbs), tuple(rows), cells, caption or CAPTIONS[kind],
-                 f"tab:{dataset}_{kind}", len(expected), cost, sig_test if sig else None,
+    return Table(kind, dataset, tuple(bbs), tuple(rows), cells, caption or kind.caption,
+                 f"tab:{dataset}_{kind.name}", len(expected), cost, sig_test if sig else None,
                  tuple(notes), tuple(metrics), ci, tuple(sorted((labels or {}).items())), gap,
                  reference, tuple(unlike))
 
@@ -350,7 +327,7 @@ ECE_BIAS = ("ECE (binned plug-in) is biased upwards near perfect calibration: an
 
 
 def ci_note(table: Table) -> str | None:
-    if not (table.ci and table.kind == "std"):
+    if not (table.ci and table.spec.spread):
         return None
     boot = ", ".join(M.get(m).head for m in M.bootstrapped())
     note = ("[lo, hi]: 95% interval of the mean over seeds (Student t), cut to the "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from bench.core import measures as M
+from bench.calib import measures as M
 from bench.report.footnotes import table_notes
 from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts, ci_note,
                                  columns, copied_note, method_name, rank_note)
@@ -57,7 +57,7 @@ def headers(table: Table) -> list[str]:
 
 def rows(table: Table, markdown: bool) -> list[list[str]]:
     width = len(block_heads(table)) + (len(COST_HEADS) if table.cost else 0)
-    std = table.kind == "std"
+    std = table.spec.spread
     out = []
     for row in table.rows:
         line = [row.label + ("†" if row.copied else "")]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bench.core import measures
+from bench.calib import measures
 from bench.core.record import Record
 
 FOLDER = "tensorboard"

@@ -14,8 +14,8 @@ from bench.train.backbones import (BACKBONES, backbone_impl, build_model, drop_p
                                    model_arch)
 from bench.core.config import TrainConfig, config_hash, result_fields
 from bench.core.device import default_device
-from bench.core import measures
-from bench.core.metrics import head_probs
+from bench.calib import measures
+from bench.calib.metrics import head_probs
 from bench.core.provenance import provenance
 from bench.train.loop import train
 from bench.train.resume import CycleState

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from bench.core import measures
-from bench.core.metrics import head_probs
+from bench.calib import measures
+from bench.calib.metrics import head_probs
 
 
 class History:

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import torch
 
-from bench.core.metrics import auc_ovr_macro, head_probs
+from bench.calib.metrics import auc_ovr_macro, head_probs
 from bench.core.sizes import Sizes, resolve_sizes  # noqa: F401 (re-exported)
 
 

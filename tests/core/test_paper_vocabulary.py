@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from bench.core import paper
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.report.compare import TS_ROWS
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "bench" / "report" / "paper" / "published.csv"

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import log_loss
 
-from bench.core import measures as M
+from bench.calib import measures as M
 from bench.core import paper, store
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.record import Record
 from bench.report import aggregate, cells

@@ -9,7 +9,7 @@ import pytest
 from evalrecords import write
 
 from bench.cli.main import main
-from bench.core import variants as V
+from bench.calib import variants as V
 
 ALL = "ece,aece,cwece,smece,brier,aurc,dl2ce,ece5,ece10,ece15,ece20,ece30"
 

@@ -18,10 +18,11 @@ K, N = 4, 60
 
 def write_runs(root):
     """Records whose metrics.json holds what the trainer would store for
-    their logits (bench.core.measures.stored_values of the mean head softmax),
+    their logits (bench.calib.measures.stored_values of the mean head softmax),
     so a main-table number is the plain prediction's, as in a real report."""
-    from bench.core import measures, store
-    from bench.core.metrics import head_probs
+    from bench.calib import measures
+    from bench.core import store
+    from bench.calib.metrics import head_probs
 
     for method, heads in HEADS.items():
         for seed in range(3):

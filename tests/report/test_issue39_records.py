@@ -9,8 +9,8 @@ import pytest
 
 from bench.cli.main import main
 from bench.core import store
-from bench.core import measures as M
-from bench.core import variants as V
+from bench.calib import measures as M
+from bench.calib import variants as V
 from report_records import KNOWN, write_known
 
 OLD = ("resnet50", "4hml", 1)  # backbone, method, seed of the record rewritten

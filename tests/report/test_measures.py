@@ -15,8 +15,8 @@ from torchmetrics.classification import MulticlassCalibrationError
 import bench.results
 from bench.cli.main import main
 from bench.core import store
-from bench.core import measures as M
-from bench.core import variants as V
+from bench.calib import measures as M
+from bench.calib import variants as V
 from bench.core.record import Record
 
 GOLDEN = Path(__file__).parent / "golden_default"

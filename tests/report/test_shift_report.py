@@ -15,7 +15,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import softmax
 
 from bench.cli.main import main
-from bench.core import variants as V
+from bench.calib import variants as V
 from bench.core.record import Record
 from bench.report import ReportOptions, build
 from bench.report import shift as S

@@ -82,7 +82,7 @@ def test_best_cycle_checkpoint_is_the_one_tested(tiny_digits, monkeypatch):
     model, _ = build_model("smallcnn", tiny_digits.image_size, 1, tiny_digits.num_classes)
     res = train(model, create_method("sl1h"), cfg, tiny_digits, 0, progress=False)
     assert res.best_cycle == 1 and res.cycle_val_auc == [0.9, 0.5]
-    from bench.core.metrics import head_probs
+    from bench.calib.metrics import head_probs
 
     np.testing.assert_allclose(head_probs(res.val_logits), seen[0], rtol=1e-5, atol=1e-6)
     assert not np.allclose(seen[0], seen[1])  # the cycles really differ

@@ -6,9 +6,9 @@ import pytest
 import torch
 from torchmetrics.classification import BinaryCalibrationError, MulticlassCalibrationError
 
-from bench.core import calibration_measures as C
-from bench.core import measures as registry
-from bench.core import metrics as M
+from bench.calib import calibration_measures as C
+from bench.calib import measures as registry
+from bench.calib import metrics as M
 
 
 def random_probs(n=600, k=5, seed=0, sharp=2.5, float32=True):
@@ -127,7 +127,7 @@ def test_bootstrap_resample_values_match_direct_computation():
         assert res["acc"][r] == pytest.approx(M.accuracy(p, y), abs=1e-12)
         assert res["nll"][r] == pytest.approx(M.nll(p, y), abs=1e-12)
         assert res["ece"][r] == pytest.approx(torchmetrics_ece(p, y, 15), abs=1e-6)
-    # dl2ce's resampler is checked against the package in tests/core/test_debiased.py
+    # dl2ce's resampler is checked against the package in tests/calib/test_debiased.py
 
 
 def test_bootstrap_interval_is_reproducible_and_covers_the_estimate():

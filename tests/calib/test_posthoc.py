@@ -1,4 +1,4 @@
-"""Post-hoc calibrators (bench/core/posthoc.py) against closed forms, hand-worked
+"""Post-hoc calibrators (bench/calib/posthoc.py) against closed forms, hand-worked
 bins, scikit-learn applied by hand, brute-force search and a second fit of the
 same objective by torch autograd."""
 import numpy as np
@@ -7,10 +7,10 @@ import torch
 from scipy.optimize import minimize
 from sklearn.isotonic import IsotonicRegression
 
-from bench.core import posthoc as ph
-from bench.core.calibration import fit_temperature, scaled_probs
+from bench.calib import posthoc as ph
+from bench.calib.calibration import fit_temperature, scaled_probs
 from bench.core.errors import BenchError
-from bench.core.metrics import ece, nll, softmax
+from bench.calib.metrics import ece, nll, softmax
 
 NAMES = sorted(ph.CALIBRATORS)
 
@@ -322,4 +322,4 @@ def test_table_names_each_calibrator_once_with_a_one_line_title():
     assert list(ph.CALIBRATORS) == ["vs", "dirichlet", "hb", "iso", "ets"]
     for cal in ph.CALIBRATORS.values():
         assert cal.title and "\n" not in cal.title and cal.version >= 1
-        assert cal.fit.__module__ == cal.apply.__module__ == "bench.core.posthoc"
+        assert cal.fit.__module__ == cal.apply.__module__ == "bench.calib.posthoc"

@@ -5,7 +5,7 @@ import pytest
 import torch
 from sklearn.metrics import log_loss, roc_auc_score
 
-from bench.core import metrics as M
+from bench.calib import metrics as M
 
 
 def random_probs(n=500, k=6, seed=0, sharp=3.0):
@@ -180,7 +180,7 @@ def test_auc_skips_only_classes_without_both_positives_and_negatives():
 
 
 def test_stored_measures_names_and_values():
-    from bench.core.measures import stored_values
+    from bench.calib.measures import stored_values
 
     probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.5, 0.4, 0.1]])
     labels = np.array([0, 2, 1])

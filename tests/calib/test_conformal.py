@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from bench.core import conformal as CF
-from bench.core import measures as M
+from bench.calib import conformal as CF
+from bench.calib import measures as M
 from bench.core.errors import BenchError
 
 

@@ -23,7 +23,7 @@ from mapie.classification import SplitConformalClassifier
 from mapie.conformity_scores import APSConformityScore
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from bench.core import conformal as CF
+from bench.calib import conformal as CF
 
 K, ALPHA = 6, 0.1
 

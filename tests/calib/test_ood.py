@@ -1,11 +1,11 @@
-"""OOD scores and metrics (bench.core.ood) against hand-worked cases and
+"""OOD scores and metrics (bench.calib.ood) against hand-worked cases and
 independent computations (pairwise AUROC, a threshold scan for FPR95)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bench.core import ood
+from bench.calib import ood
 from bench.core.errors import BenchError
 
 
@@ -98,3 +98,22 @@ def test_evaluate_and_bad_input():
         ood.detection([np.nan, 0.2], [0.1])
     with pytest.raises(BenchError, match=r"\[N, M, K\]"):
         ood.scores(np.zeros((3, 4)))
+
+
+def test_a_plugin_score_is_computed_and_a_taken_name_refused():
+    from bench.plugins import register_ood_score
+
+    def energy(per_head):
+        return np.log(per_head.mean(axis=1)).max(axis=1)
+
+    register_ood_score("test_energy", energy, "Energy", "a plugin's score")
+    try:
+        logits = np.random.default_rng(0).normal(size=(5, 2, 3))
+        s = ood.scores(logits)
+        assert list(s) == ["msp", "entropy", "mi", "test_energy"]
+        assert ood.SCORES.origin("test_energy") != "built-in"  # this test module registered it
+        assert "test_energy1" in ood.scores_key()
+        with pytest.raises(BenchError, match="duplicate OOD score name 'msp'"):
+            register_ood_score("msp", energy, "MSP", "again")
+    finally:
+        ood.SCORES._entries.pop("test_energy")

@@ -1,10 +1,10 @@
-"""The checkpoint AUC (bench.core.metrics.auc_ovr_macro) against
+"""The checkpoint AUC (bench.calib.metrics.auc_ovr_macro) against
 scikit-learn's roc_auc_score(multi_class="ovr", average="macro")."""
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from bench.core.metrics import auc_ovr_macro, softmax
+from bench.calib.metrics import auc_ovr_macro, softmax
 
 
 def _case(seed):

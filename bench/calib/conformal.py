@@ -1,0 +1,172 @@
+"""Split conformal prediction sets from saved probabilities: the scores,
+the calibration quantile and the sets (`bench report --sets`).
+
+A score maps probabilities [N, K] to a non-conformity score per class
+[N, K] (lower: the class fits the image better). Calibration takes the
+scores of the true classes of the calibration split (the validation split)
+and their ceil((n+1)(1-alpha))-th smallest value q; the set of an image is
+every class whose score is <= q. Because a class is in its set exactly
+when its score is <= q, the true class is in the set exactly when its
+score is: with exchangeable calibration and test images, coverage is at
+least 1 - alpha (Vovk et al. 2005; Angelopoulos and Bates 2021, Thm. 1),
+and below 1 - alpha + 1/(n+1) when scores have no ties.
+
+Scores (a registry: a plugin may add one with `SCORES.add`):
+  lac   1 - p_k: the least ambiguous sets (Sadinle, Lei and Wasserman 2019;
+        TorchCP's THR, MAPIE's "lac")
+  aps   the probability mass of every class ranked at or above k (Romano,
+        Sesia and Candes 2020), not randomised (see docs/reports.md, "Prediction sets")
+  raps  aps + lam * max(0, rank_k - k_reg) (Angelopoulos, Bates, Malik and
+        Jordan, ICLR 2021), RapsParams below
+
+Every function is pure numpy; ties in probability are ranked by class index
+(a stable sort), the same way for calibration and test images.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from bench.core.errors import BenchError
+from bench.core.registry import Registry
+
+DEFAULT_ALPHA = 0.1  # the miscoverage of the conformal literature's tables (RAPS, Table 1)
+# (n+1)(1-alpha) in floating point can land a hair above an integer (e.g.
+# 1000 x 0.9 = 900.0000000000001) and ceil() would then ask one more score
+_ROUND = 1e-9
+
+
+@dataclass(frozen=True)
+class RapsParams:
+    """RAPS' regulariser. The RAPS paper tunes both on held-out data; these are
+    the fixed values of its authors' ImageNet example (Angelopoulos and Bates,
+    "A Gentle Introduction to Conformal Prediction", 2021, Sec. 2.1 notebook:
+    lam_reg = 0.01, k_reg = 5): tuning would need a third split."""
+
+    k_reg: int = 5
+    lam: float = 0.01
+
+
+RAPS = RapsParams()
+
+
+@dataclass(frozen=True)
+class Score:
+    name: str
+    fn: Callable[[np.ndarray], np.ndarray]  # probs [N, K] -> scores [N, K]
+    head: str
+    help: str = ""
+    version: int = 1
+
+
+SCORES = Registry("conformal score")
+
+
+def check_alpha(alpha: float, flag: str = "--sets-alpha") -> float:
+    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1 or math.isnan(alpha):
+        raise BenchError(f"{flag} {alpha}: a miscoverage level must be > 0 and < 1 "
+                         "(e.g. 0.1 for 90% sets)")
+    return float(alpha)
+
+
+def ranks(probs: np.ndarray) -> np.ndarray:
+    """[N, K] the 1-based rank of each class by decreasing probability (ties:
+    the lower class index first)."""
+    order = np.argsort(-probs, axis=1, kind="stable")
+    out = np.empty_like(order)
+    np.put_along_axis(out, order, np.arange(1, probs.shape[1] + 1)[None, :].repeat(len(probs), 0),
+                      axis=1)
+    return out
+
+
+def lac_scores(probs: np.ndarray) -> np.ndarray:
+    return 1.0 - np.asarray(probs, dtype=np.float64)
+
+
+def aps_scores(probs: np.ndarray) -> np.ndarray:
+    """The mass of the classes ranked at or above each class, itself included."""
+    p = np.asarray(probs, dtype=np.float64)
+    order = np.argsort(-p, axis=1, kind="stable")
+    cum = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1)
+    out = np.empty_like(cum)
+    np.put_along_axis(out, order, cum, axis=1)
+    return out
+
+
+def raps_scores(probs: np.ndarray, params: RapsParams = RAPS) -> np.ndarray:
+    penalty = params.lam * np.maximum(0, ranks(np.asarray(probs)) - params.k_reg)
+    return aps_scores(probs) + penalty
+
+
+def register_score(name: str, fn, head: str, text: str, version: int = 1) -> None:
+    SCORES.add(name, Score(name, fn, head, text, version), text)
+
+
+register_score("lac", lac_scores, "LAC", "1 - p_k (Sadinle et al. 2019; TorchCP's THR)")
+register_score("aps", aps_scores, "APS", "mass ranked at or above k (Romano et al. 2020), "
+               "not randomised")
+register_score("raps", raps_scores, "RAPS", f"APS + {RAPS.lam} x max(0, rank - {RAPS.k_reg}) "
+               "(Angelopoulos et al. 2021)")
+
+
+def quantile(cal_scores: np.ndarray, alpha: float) -> float:
+    """The ceil((n+1)(1-alpha))-th smallest calibration score; +inf where that
+    exceeds n (too few calibration images for 1 - alpha: every set is full)."""
+    s = np.sort(np.asarray(cal_scores, dtype=np.float64))
+    r = math.ceil((len(s) + 1) * (1.0 - alpha) - _ROUND)
+    return float("inf") if r > len(s) else float(s[r - 1])
+
+
+def true_scores(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(scores, np.asarray(labels, dtype=np.int64)[:, None], axis=1)[:, 0]
+
+
+def prediction_sets(cal_probs, cal_labels, test_probs, score: str = "lac",
+                    alpha: float = DEFAULT_ALPHA) -> tuple[np.ndarray, float]:
+    """(sets [N_test, K] bool, q): the split-conformal sets of `score` at
+    miscoverage `alpha`, calibrated on (cal_probs, cal_labels)."""
+    fn = SCORES.get(score).fn
+    q = quantile(true_scores(fn(cal_probs), cal_labels), check_alpha(alpha))
+    return fn(test_probs) <= q, q
+
+
+# ---------------------------------------------------- measures of sets --
+# The set-size strata of RAPS' size-stratified coverage (Angelopoulos et al.
+# 2021, Sec. 4: 0-1, 2-3, 4-10, 11-100, 101-1000).
+STRATA = ((0, 1), (2, 3), (4, 10), (11, 100), (101, math.inf))  # the last: 101-1000 there
+
+
+def covered(sets: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(np.asarray(sets, bool),
+                              np.asarray(labels, dtype=np.int64)[:, None], axis=1)[:, 0]
+
+
+def coverage(sets: np.ndarray, labels: np.ndarray) -> float:
+    """Share of images whose true class is in their set."""
+    return float(np.mean(covered(sets, labels)))
+
+
+def mean_size(sets: np.ndarray, labels: np.ndarray) -> float:
+    """Mean number of classes per set."""
+    return float(np.mean(np.asarray(sets, bool).sum(axis=1)))
+
+
+def stratum_coverages(sets: np.ndarray, labels: np.ndarray) -> dict:
+    """(lo, hi) set-size stratum -> (coverage, images) of its non-empty strata."""
+    sizes, hit = np.asarray(sets, bool).sum(axis=1), covered(sets, labels)
+    out = {}
+    for lo, hi in STRATA:
+        m = (sizes >= lo) & (sizes <= hi)
+        if m.any():
+            out[(lo, hi)] = (float(hit[m].mean()), int(m.sum()))
+    return out
+
+
+def size_stratified_coverage(sets: np.ndarray, labels: np.ndarray) -> float:
+    """The lowest coverage among the set-size strata that hold images: an
+    adaptive method keeps it near the marginal coverage, a method that covers
+    with large sets and misses with small ones does not."""
+    return min(c for c, _ in stratum_coverages(sets, labels).values())

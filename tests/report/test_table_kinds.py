@@ -1,0 +1,69 @@
+"""Each table kind is declared once (bench.report.kinds) and read there: no
+report module compares a kind's name, and what the pipeline computes and
+shows follows the declarations."""
+import ast
+from pathlib import Path
+
+import pytest
+
+from bench.calib import variants as V
+from bench.report import kinds
+from bench.report.options import KINDS, ReportOptions
+
+REPORT = Path(__file__).resolve().parents[2] / "bench" / "report"
+NAMES = set(kinds.KINDS)
+
+
+def kind_comparisons(source: str) -> list[int]:
+    """Lines comparing something named kind (a variable or a .kind) with a
+    kind's name, or testing one for membership in a tuple of them."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        named = any((isinstance(s, ast.Name) and s.id == "kind")
+                    or (isinstance(s, ast.Attribute) and s.attr == "kind") for s in sides)
+        consts = [c.value for s in sides for c in ast.walk(s) if isinstance(c, ast.Constant)]
+        if named and NAMES & set(consts):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_report_module_compares_a_kind_name():
+    sites = {p.name: lines for p in sorted(REPORT.glob("*.py")) if p.name != "kinds.py"
+             and (lines := kind_comparisons(p.read_text()))}
+    assert sites == {}, "read the table's TableKind (table.spec) instead"
+
+
+def test_the_check_finds_a_comparison():
+    src = 'if table.kind in ("ts", "posthoc"): pass\nif kind == "std": pass\nif x == "std": pass\n'
+    assert kind_comparisons(src) == [1, 2]
+
+
+def test_every_dataset_table_kind_has_its_caption_option():
+    assert KINDS == ("main", "std", "ts", "posthoc")
+    opts = ReportOptions(caption_ts="mine {dataset}")
+    assert opts.caption("ts") == "mine {dataset}"
+    assert opts.caption("main") == kinds.MAIN.caption
+    assert ReportOptions(ci=True).caption("std") == kinds.STD.ci_caption
+
+
+@pytest.mark.parametrize("with_ts,variants,expected", [
+    (True, (), ["plain", "ts-base", "ts"]),
+    (False, (), ["plain"]),
+    (True, ("vs", "iso"), ["plain", "ts-base", "ts", "vs", "iso"]),
+    # groups.csv has held the +TS rows with --variants even under --no-ts
+    (False, ("hb",), ["plain", "ts-base", "ts", "hb"]),
+])
+def test_computed_variants(with_ts, variants, expected):
+    assert [v.name for v in kinds.computed_variants(with_ts, variants)] == expected
+
+
+def test_rows_of_each_kind():
+    assert kinds.MAIN.rows() is None and kinds.STD.rows() is None
+    assert kinds.TS.rows() == V.TS_VARIANTS
+    assert kinds.POSTHOC.rows(True, ("vs",)) == (V.TS_BASE, V.get("vs"))
+    assert [v.name for v in kinds.SHIFT.rows(False, ("ts", "vs"))] == ["plain", "ts", "vs"]
+    assert [k.name for k in kinds.TABLES if k.shown(False, ())] == ["main", "std"]
+    assert kinds.POSTHOC.fitted(True, ("vs",)) == [V.get("vs")]
