@@ -11,13 +11,8 @@ REPO="$(cd "$(dirname "$0")/.." && pwd)"
 COMMIT="${1:?usage: bash benchmarks/cpu_before_after.sh COMMIT [ROUNDS] [OUT]}"
 ROUNDS="${2:-2}"
 OUT="${3:-/tmp/cpu_before_after}"
-BASE="$OUT/base-tree"
-rm -rf "$OUT" && mkdir -p "$OUT"
-git -C "$REPO" worktree add -q --detach "$BASE" "$COMMIT"
-trap 'git -C "$REPO" worktree remove --force "$BASE"' EXIT
-python3 -m venv "$BASE/.venv"
-echo "$REPO/.venv/lib/python3.11/site-packages" > "$BASE/.venv/lib/python3.11/site-packages/main.pth"
-"$BASE/.venv/bin/python" -m pip install -q --no-deps -e "$BASE" >/dev/null
+# shellcheck source=benchmarks/base_tree.sh
+source "$REPO/benchmarks/base_tree.sh"  # $BASE: COMMIT's tree and venv
 GRID=(--method sl1h,mixup,2hml,4hml --dataset digits --seeds 1 --profile quick
       --data-opt train_per_class=10 --jobs 1 --no-progress)
 for r in $(seq "$ROUNDS"); do

@@ -15,13 +15,8 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 COMMIT="${1:?usage: bash benchmarks/same_records.sh COMMIT [OUT]}"
 OUT="${2:-/tmp/same_records}"
-BASE="$OUT/base-tree"
-rm -rf "$OUT" && mkdir -p "$OUT"
-git -C "$REPO" worktree add -q --detach "$BASE" "$COMMIT"
-trap 'git -C "$REPO" worktree remove --force "$BASE"' EXIT
-python3 -m venv "$BASE/.venv"
-echo "$REPO/.venv/lib/python3.11/site-packages" > "$BASE/.venv/lib/python3.11/site-packages/main.pth"
-"$BASE/.venv/bin/python" -m pip install -q --no-deps -e "$BASE" >/dev/null
+# shellcheck source=benchmarks/base_tree.sh
+source "$REPO/benchmarks/base_tree.sh"  # $BASE: COMMIT's tree and venv
 GRID=(--method paper,focal --dataset digits --seeds 2 --profile quick --set cycles=1
       --set epochs_per_cycle=1 --data-opt train_per_class=20 --jobs 2 --no-progress)
 run() {  # tree, results, extra flags

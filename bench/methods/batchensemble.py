@@ -23,6 +23,21 @@ def members_ce(logits, target):
     return F.cross_entropy(logits.transpose(1, 2), target[:, None].expand(-1, logits.shape[1]))
 
 
+class EnsembleInOne(Method):
+    """An efficient ensemble: M members in one network, stored as heads, each
+    trained by its own cross-entropy. A subclass names its members field and
+    its architecture (`arch`)."""
+    section = "multi-head"  # an ensemble in one model: beside D-Ens and the multi-head rows
+    members_field = ""
+
+    @property
+    def heads(self) -> int:
+        return getattr(self.params, self.members_field)
+
+    def loss(self, logits, target):
+        return members_ce(logits, target)
+
+
 @dataclass(frozen=True)
 class BatchEnsembleParams:
     # M = 4: Wen et al. 2020, Sec. 4 (ensemble size 4 in their CIFAR and
@@ -31,21 +46,14 @@ class BatchEnsembleParams:
                               range=ge(2))
 
 
-class BatchEnsemble(Method):
+class BatchEnsemble(EnsembleInOne):
     display_name = "BatchEnsemble"
-    section = "multi-head"  # an ensemble in one model: beside D-Ens and the multi-head rows
     Params = BatchEnsembleParams
-
-    @property
-    def heads(self) -> int:
-        return self.params.be_members
+    members_field = "be_members"
 
     @property
     def arch(self) -> tuple:
         return ("batchensemble", self.params.be_members)
-
-    def loss(self, logits, target):
-        return members_ce(logits, target)
 
 
 @METHODS.register("batchensemble", "BatchEnsemble: 4 members with rank-one fast weights on every "

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from bench.core.settings import ge, setting
 
-from .base import METHODS, Method
-from .batchensemble import members_ce
+from .base import METHODS
+from .batchensemble import EnsembleInOne
 
 
 @dataclass(frozen=True)
@@ -27,22 +27,15 @@ class PackedParams:
     pe_gamma: int = setting(1, "packed: groups inside each member's convolutions", range=ge(1))
 
 
-class Packed(Method):
+class Packed(EnsembleInOne):
     display_name = "Packed-Ens"
-    section = "multi-head"  # an ensemble in one model: beside D-Ens and the multi-head rows
     Params = PackedParams
-
-    @property
-    def heads(self) -> int:
-        return self.params.pe_members
+    members_field = "pe_members"
 
     @property
     def arch(self) -> tuple:
         p = self.params
         return ("packed", p.pe_members, p.pe_alpha, p.pe_gamma)
-
-    def loss(self, logits, target):
-        return members_ce(logits, target)
 
 
 @METHODS.register("packed", "Packed-Ensembles: 4 members, alpha 2, gamma 1, grouped convolutions "
