@@ -376,3 +376,18 @@ def options(p):
     assert argparse_sites(source) == {"import argparse", "def load(args)", "def typed(ns)",
                                       "calls add_argument"}
     assert "bench.speed.perf" in MODULES and argparse_sites(MODULES["bench.speed.perf"].read_text())
+
+
+def private_imports(source: str) -> set[str]:
+    """`from bench.x import _name` in `source`: a private name taken across modules."""
+    return {f"{node.module}.{alias.name}" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench")
+            for alias in node.names if alias.name.startswith("_")}
+
+
+def test_the_cli_imports_no_private_name():
+    found = {name: hits for name, path in MODULES.items() if layer(name) == "cli"
+             and (hits := private_imports(path.read_text()))}
+    assert found == {}, "the CLI parses and prints: what it needs is public in its library"
+    assert private_imports("from bench.sweep.grid import _load, public") == {
+        "bench.sweep.grid._load"}

@@ -73,7 +73,7 @@ def build(args) -> int:
 
 def _native(dataset: str, data_root, options) -> int:
     """The dataset's own test size (what a run at its default size tests at)."""
-    from bench.sweep.grid import _load
+    from bench.sweep.grid import load_bundle
 
-    return int(_load(dataset, 0, data_root, options).test.images.shape[1])
+    return int(load_bundle(dataset, 0, data_root, options).test.images.shape[1])
 

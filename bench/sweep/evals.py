@@ -80,7 +80,7 @@ def spec_test_size(s) -> int:
 def prepare(specs: list, progress: bool = True) -> None:
     """Build or read every set the grid's runs will evaluate, once per dataset
     and test size, before any run trains."""
-    from bench.sweep.grid import _load
+    from bench.sweep.grid import load_bundle
     from bench.train.evaluate import eval_data
 
     seen = set()
@@ -93,7 +93,7 @@ def prepare(specs: list, progress: bool = True) -> None:
             if key in seen:
                 continue
             seen.add(key)
-            classes = _load(s.dataset, 0, s.data_root, s.load_options).classes
+            classes = load_bundle(s.dataset, 0, s.data_root, s.load_options).classes
             for spec in parse_all(s.evals):
                 if (spec.kind == "shift") == shift:
                     eval_data(spec, s.dataset, size, classes, s.data_root, s.load_options,

@@ -99,19 +99,21 @@ def bundle_for(dataset: str, backbone: str, cfg: TrainConfig, method, data_root:
     minimum, explicit --set sizes). Loads are cached per size in this process."""
     from bench.train.protocol import resolve_sizes
 
-    base = _load(dataset, 0, data_root, options)
+    base = load_bundle(dataset, 0, data_root, options)
     sizes = resolve_sizes(cfg, base.image_size, backbone, method)
-    at = {size: base if size == base.image_size else _load(dataset, size, data_root, options)
+    at = {size: base if size == base.image_size else load_bundle(dataset, size, data_root, options)
           for size in {sizes.augment, sizes.train, sizes.test}}
     return dataclasses.replace(base, train=at[sizes.augment].train, val=at[sizes.train].val,
                                test=at[sizes.test].test)
 
 
 def default_backbone(dataset: str, data_root: str | None, options: tuple = ()) -> str:
-    return _load(dataset, 0, data_root, options).default_backbone
+    return load_bundle(dataset, 0, data_root, options).default_backbone
 
 
-def _load(dataset: str, image_size: int, data_root: str | None, options: tuple):
+def load_bundle(dataset: str, image_size: int, data_root: str | None, options: tuple):
+    """A dataset's splits at `image_size` (0: its own), loaded once per process
+    (the grid, the workers and `bench data shift` ask for the same bundle)."""
     from bench.datasets.cache import writes_allowed
 
     bundle = _loaded(dataset, image_size, data_root, options)
@@ -128,7 +130,7 @@ def _loaded(dataset: str, image_size: int, data_root: str | None, options: tuple
     return load_dataset(dataset, data_root, image_size=image_size, **dict(options))
 
 
-_load.cache_clear = lambda: _loaded.cache_clear()  # as a new process would start
+load_bundle.cache_clear = lambda: _loaded.cache_clear()  # as a new process would start
 
 
 def _placeholder(bundle) -> bool:

@@ -85,9 +85,9 @@ def _folder(tmp_path):
 
 
 def _truncate_cache(root):
-    from bench.sweep.grid import _load
+    from bench.sweep.grid import load_bundle
 
-    _load.cache_clear()  # a real user's next command is a new process
+    load_bundle.cache_clear()  # a real user's next command is a new process
     arrays = sorted((root / ".bench-cache").glob("*.npy"))
     assert arrays
     victim = arrays[0]
@@ -97,7 +97,7 @@ def _truncate_cache(root):
 
 @pytest.mark.parametrize("command", ["check", "run"])
 def test_point5_truncated_cache_is_named_set_aside_and_rebuilt(tmp_path, capsys, command):
-    from bench.sweep.grid import _load
+    from bench.sweep.grid import load_bundle
 
     root = _folder(tmp_path)
     assert main(COMMANDS["run"]("folder", root, tmp_path / "first")) == 0  # builds the cache
@@ -107,13 +107,13 @@ def test_point5_truncated_cache_is_named_set_aside_and_rebuilt(tmp_path, capsys,
     assert main(COMMANDS["dry-run"]("folder", root, tmp_path)) == 0
     assert f"image cache {victim} is damaged (truncated: 300 of" in capsys.readouterr().err
     assert victim.stat().st_size == 300
-    _load.cache_clear()
+    load_bundle.cache_clear()
     assert main(COMMANDS[command]("folder", root, tmp_path)) == 0
     err = capsys.readouterr().err
     assert f"cache file {victim} was damaged (truncated: 300 of" in err
     (aside,) = victim.parent.glob(f"{victim.name}.damaged-*")  # time-stamped, kept
     assert aside.name in err
-    _load.cache_clear()
+    load_bundle.cache_clear()
     assert main(COMMANDS["run"]("folder", root, tmp_path / "again")) == 0  # rebuilt, readable
     from bench.datasets.cache import damage
 
