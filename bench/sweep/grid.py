@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.sweep import runstate
+from bench.sweep import runstate, specjson
 from bench.core import plugins, store
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
@@ -66,22 +65,12 @@ class RunSpec:
         return self.key.label
 
     def to_json(self) -> str:
-        d = dataclasses.asdict(self)
-        d["method_overrides"] = [list(p) for p in self.method_overrides]
-        d["load_options"] = [list(p) for p in self.load_options]
-        d["plugins"] = [list(p) for p in self.plugins]
-        return json.dumps(d, sort_keys=True)
+        # generated from the fields (bench.sweep.specjson): a new field needs no edit here
+        return specjson.dumps(self)
 
     @classmethod
     def from_json(cls, text: str) -> "RunSpec":
-        d = json.loads(text)
-        d["train"] = TrainConfig(**d["train"])
-        for key in ("method_overrides", "load_options"):
-            d[key] = tuple(tuple(p) for p in d[key])
-        d["sizes"] = tuple(d.get("sizes", ()))
-        d["plugins"] = tuple(tuple(p) for p in d.get("plugins", ()))
-        d["evals"] = tuple(d.get("evals", ()))
-        return cls(**d)
+        return specjson.loads(cls, text)
 
 
 def load_options(opts) -> tuple:
