@@ -27,8 +27,7 @@ def specs_for(args):
     """The specs of RunOptions (or of a parsed `bench run`, converted as the command does)."""
     opts = args if isinstance(args, RunOptions) else run_options(args)
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(opts)
-    return build_specs(datasets, backbones, methods, per_method, seeds, cfg, opts.results,
-                       opts.data_root, opts.device, opts.force)[0]
+    return build_specs(datasets, backbones, methods, per_method, seeds, cfg, opts)[0]
 
 
 def bench_cmd(*argv: str) -> list[str]:

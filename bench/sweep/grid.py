@@ -22,6 +22,10 @@ from bench.core.errors import BenchError
 from bench.train.backbones import check_arch, model_arch
 
 
+# metadata of a RunSpec field copied from the run options' field of its name
+FROM_OPTIONS = {"from_options": True}
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run of the grid, self-contained so another process can train it."""
@@ -35,12 +39,15 @@ class RunSpec:
     train: TrainConfig  # before the dataset fixes image_size
     seed: int
     chash: str  # hash of the effective config, computed when the grid is built
-    results: str
-    data_root: str | None = None
-    device: str | None = None  # None: the worker's default (cuda if visible)
-    force: bool = False
+    # FROM_OPTIONS: the grid takes these from the run options of the same name
+    results: str = dataclasses.field(metadata=FROM_OPTIONS)
+    data_root: str | None = dataclasses.field(default=None, metadata=FROM_OPTIONS)
+    # None: the worker's default (cuda if visible)
+    device: str | None = dataclasses.field(default=None, metadata=FROM_OPTIONS)
+    force: bool = dataclasses.field(default=False, metadata=FROM_OPTIONS)
     load_options: tuple = ()  # sorted (key, value) pairs for the dataset adapter
-    weights: str | None = None  # explicit initial backbone weights file
+    # explicit initial backbone weights file
+    weights: str | None = dataclasses.field(default=None, metadata=FROM_OPTIONS)
     # (augment, train, test) px as the grid resolved them for this method:
     # --fuse methods groups by it (LS at 150 px never steps with CE at 224)
     sizes: tuple = ()
@@ -186,21 +193,19 @@ def _profile_weights(cfg: TrainConfig, backbone: str, asked: bool) -> TrainConfi
     return cfg
 
 
-def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
-                results: str, data_root=None, device=None, force=False, options: tuple = (),
-                weights: str | None = None, dry_run: bool = False,
-                pretrained_asked: bool = False):
+def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig, opts):
     """The grid in order dataset > backbone > method > seed (seeds innermost, so
     a method's seeds finish together). `backbones` None = each dataset's default;
     `methods` are Method objects with their overrides applied, `overrides` maps a
     method name to the typed --set values it owns (replayed by the worker).
-    `dry_run`: ImageNet weights missing from the cache do not stop the grid
-    (their runs show as 'no weights'). `pretrained_asked`: --pretrained or
-    --weights was given; otherwise a profile's ImageNet default is dropped for
-    backbones without weights (smallcnn). Returns (specs, {hash: Experiment})."""
-    args = (datasets, backbones, methods, overrides, seeds, cfg, results, data_root, device,
-            force, options, weights, dry_run, pretrained_asked)
-    if not dry_run:
+    `opts` is the RunOptions (or any object with its fields): every RunSpec
+    field of the same name is taken from it (`spec_options`). Under `dry_run`
+    ImageNet weights missing from the cache do not stop the grid (their runs
+    show as 'no weights'); without --pretrained or --weights a profile's
+    ImageNet default is dropped for backbones without weights (smallcnn).
+    Returns (specs, {hash: Experiment})."""
+    args = (datasets, backbones, methods, overrides, seeds, cfg, opts)
+    if not opts.dry_run:
         return _build(*args)
     from bench.datasets.cache import dry_run as no_writes
 
@@ -208,9 +213,19 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
         return _build(*args)
 
 
-def _build(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig,
-           results: str, data_root, device, force, options: tuple, weights: str | None,
-           dry_run: bool, pretrained_asked: bool):
+def spec_options(opts) -> dict:
+    """The RunSpec fields a run takes from the options by name (those marked
+    FROM_OPTIONS), and the adapter's load options."""
+    out = {f.name: getattr(opts, f.name) for f in dataclasses.fields(RunSpec)
+           if f.metadata.get("from_options")}
+    out["results"] = str(out["results"])  # a Path from Python
+    return {**out, "load_options": load_options(opts)}
+
+
+def _build(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig, opts):
+    given = spec_options(opts)
+    data_root, options = given["data_root"], given["load_options"]
+    pretrained_asked = bool(opts.pretrained or opts.weights)
     specs, experiments = [], {}
     for dataset in datasets:
         for backbone in backbones or [None]:
@@ -218,17 +233,18 @@ def _build(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfi
                 backbone = default_backbone(dataset, data_root, options)
             bcfg = _profile_weights(cfg, backbone, pretrained_asked)
             for method in methods:
-                proto = RunSpec(dataset, backbone, method.name,
-                                tuple(sorted(overrides.get(method.name, {}).items())), bcfg, 0, "",
-                                str(results), data_root, device, force, options, weights)
-                exp, bundle = experiment_for(proto, method, missing_ok=dry_run)
+                proto = RunSpec(**given, dataset=dataset, backbone=backbone, method=method.name,
+                                method_overrides=tuple(sorted(overrides.get(method.name,
+                                                                            {}).items())),
+                                train=bcfg, seed=0, chash="")
+                exp, bundle = experiment_for(proto, method, missing_ok=opts.dry_run)
                 # Method/dataset mismatches (e.g. more heads than classes) stop
                 # the sweep before anything trains.
                 method.check(bundle.num_classes)
                 check_arch(backbone, model_arch(method),
                            exp.train.pretrained or exp.weights is not None)
                 check_validation(dataset, bundle)
-                if weights:  # a file that does not fit stops here, not once per run
+                if opts.weights:  # a file that does not fit stops here, not once per run
                     check_weights_fit(backbone, exp.train, exp.weights)
                 experiments[exp.chash] = exp
                 t = exp.train

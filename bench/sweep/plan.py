@@ -22,7 +22,7 @@ from bench.core.seeds import parse_seeds
 from bench.sweep.executors import check_options
 from bench.core.paper import DENS, ENSEMBLE_OF, PAPER_BACKBONES, PAPER_METHODS
 from bench.core.registry import expand_names
-from bench.sweep.grid import build_specs, load_options
+from bench.sweep.grid import build_specs
 from bench.sweep.options import RunOptions
 from bench.train.backbones import BACKBONES
 
@@ -45,11 +45,7 @@ def plan(opts: RunOptions) -> Grid:
     seeds, methods, cfg, datasets, backbones, per_method = resolve_run(opts)
     evals = parse_all(opts.evals)  # checked by check_run_flags; here against the grid
     own_dataset(evals, datasets)
-    specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg,
-                                     opts.results, opts.data_root, opts.device, opts.force,
-                                     load_options(opts), opts.weights,
-                                     dry_run=opts.dry_run,
-                                     pretrained_asked=bool(opts.pretrained or opts.weights))
+    specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg, opts)
     if evals:  # a MedMNIST source's file at each run's test size, before anything is built
         from bench.sweep.evals import check_sizes, spec_test_size
 
