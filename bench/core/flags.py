@@ -69,6 +69,9 @@ class Flag:
     api_own: bool = False  # api_default was given (option() sets it)
     text_values: bool = False  # pairs read as text by their consumer (--data-opt)
     common: bool = False  # a flag of every command, added by bench.cli.main (--plugin)
+    # a run option each run's worker reads: carried in its RunSpec
+    # (bench.sweep.grid.worker_options), read there with spec.option(name)
+    worker: bool = False
 
 
 def option(default=None, help: str | None = None, **declared):

@@ -58,6 +58,9 @@ class RunSpec:
     # and the --eval texts evaluated right after training (bench.sweep.evals)
     keep_weights: bool = False
     evals: tuple = ()
+    # sorted (name, value) pairs of the run options declared `worker=True`
+    # (bench.core.flags.Flag): a new one reaches the worker with no edit here
+    run_options: tuple = ()
 
     @property
     def key(self) -> store.RecordKey:
@@ -70,6 +73,10 @@ class RunSpec:
     @property
     def label(self) -> str:
         return self.key.label
+
+    def option(self, name: str, default=None):
+        """A run option declared `worker=True`, as the options held it."""
+        return dict(self.run_options).get(name, default)
 
     def to_json(self) -> str:
         # generated from the fields (bench.sweep.specjson): a new field needs no edit here
@@ -219,7 +226,17 @@ def spec_options(opts) -> dict:
     out = {f.name: getattr(opts, f.name) for f in dataclasses.fields(RunSpec)
            if f.metadata.get("from_options")}
     out["results"] = str(out["results"])  # a Path from Python
-    return {**out, "load_options": load_options(opts)}
+    return {**out, "load_options": load_options(opts), "run_options": worker_options(opts)}
+
+
+def worker_options(opts) -> tuple:
+    """Sorted (name, value) pairs of the options' fields declared for the worker."""
+    from bench.core.flags import Options, declared
+
+    if not isinstance(opts, Options):  # a plain object with the fields declares none
+        return ()
+    return tuple(sorted((d.name, getattr(opts, d.name)) for d in declared(type(opts))
+                        if d.flag.worker))
 
 
 def _build(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig, opts):

@@ -22,7 +22,7 @@ EVERY_FIELD = dict(
     seed=4, chash="abc123", results="/r", data_root="/d", device="cpu", force=True,
     load_options=(("download", False), ("progress", True), ("train_per_class", "10")),
     weights="/w.safetensors", sizes=(32, 28, 28), plugins=(("my_plugin", "/p"),),
-    keep_weights=True, evals=("shift", "ood:kvasir"))
+    keep_weights=True, evals=("shift", "ood:kvasir"), run_options=(("probe", 7),))
 
 
 def test_every_field_round_trips_with_its_type():
@@ -50,10 +50,12 @@ def test_the_json_is_plain_and_an_older_spec_takes_defaults():
     spec = RunSpec(**EVERY_FIELD)
     data = json.loads(spec.to_json())
     assert data["train"]["lr"] == 0.05 and data["method_overrides"][1] == ["heads", 3]
-    for newer in ("sizes", "plugins", "keep_weights", "evals"):  # written before they existed
+    # fields added after the first specs were written
+    for newer in ("sizes", "plugins", "keep_weights", "evals", "run_options"):
         del data[newer]
     old = RunSpec.from_json(json.dumps(data))
-    assert old == dataclasses.replace(spec, sizes=(), plugins=(), keep_weights=False, evals=())
+    assert old == dataclasses.replace(spec, sizes=(), plugins=(), keep_weights=False, evals=(),
+                                      run_options=())
 
 
 def test_a_type_without_a_codec_is_refused():
