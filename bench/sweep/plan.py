@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from bench.core import store
 from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides, convert,
-                               field_types, get_profile, parse_data_opts, validate)
+                               field_types, get_profile, parse_data_opts)
 from bench.core.errors import BenchError, choices_error
 from bench.core.evalfiles import parse_all
 from bench.core.seeds import parse_seeds
@@ -108,8 +108,9 @@ def resolve_run(opts: RunOptions):
         if key not in valid:
             raise unknown_key(key, names, sorted(valid))
     cfg = apply_overrides(base, {k: v for k, v in given.items() if k in train_keys})
+    # checked once, by apply_overrides (the profile by get_profile); --pretrained
+    # and --weights only set a bool that declares no range
     cfg = _initial_weights(cfg, opts)
-    validate(cfg)  # a bad value fails here, not once per run
     preset = PROFILE_METHOD_SETS.get(opts.profile, {})  # the profile's method presets
     # each value converted to its field's declared type here, once: the specs
     # carry typed values and no worker parses text again
