@@ -24,9 +24,8 @@ def n_params(name: str) -> int:
 
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory):
-    from conftest import digits_subset
-
     from bench.train.experiment import make_experiment, run_seed
+    from tests.conftest import digits_subset
 
     tiny = digits_subset(24, 20, 20)
     root = tmp_path_factory.mktemp("results")
