@@ -72,6 +72,10 @@ class Flag:
     # a run option each run's worker reads: carried in its RunSpec
     # (bench.sweep.grid.worker_options), read there with spec.option(name)
     worker: bool = False
+    # a worker option that changes the numbers: it also enters the run's
+    # config hash (so its record folder), the dry run's table and JSON; a
+    # speed or output switch stays worker=True alone (implies worker)
+    hashed: bool = False
 
 
 def option(default=None, help: str | None = None, **declared):

@@ -93,6 +93,9 @@ def run_protocol(spec, exp) -> dict:
         "eta_min": cfg.eta_min, "batch_size": cfg.batch_size, "cycles": cfg.cycles,
         "epochs_per_cycle": cfg.epochs_per_cycle, "epochs": cfg.epochs,
         "augment": cfg.augment, "augment_mode": cfg.augment_mode if cfg.augment else None,
+        # run options declared for the worker (bench.core.flags.Flag.worker): only
+        # when some are, so a plain grid's JSON is what it always was
+        **({"run_options": dict(spec.run_options)} if spec.run_options else {}),
     }
 
 
@@ -131,7 +134,10 @@ def training(r: dict) -> tuple:
 
 def protocol_table(rows: list[dict], max_rows: int = ROWS) -> str:
     """The protocol of every run under a heading; runs that differ only in
-    their seed share a row (seeds as ranges), so the paper grid fits a screen."""
+    their seed share a row (seeds as ranges), so the paper grid fits a screen;
+    a last column of run options when any run carries some."""
+    options = any(r.get("run_options") for r in rows)
+
     def size(s):
         aug = f"{s['augment']}->" if s["augment"] != s["train"] else ""
         return f"{aug}{s['train']}/{s['val']}/{s['test']}"
@@ -141,7 +147,8 @@ def protocol_table(rows: list[dict], max_rows: int = ROWS) -> str:
         key = (r["dataset"], r["backbone"], r["method"], size(r["sizes"]), r["backbone_impl"],
                r["weights"], r["drop_path"], r["loss"],
                " ".join(map(str, r["class_groups"] or [])) or "-", r["steps_per_epoch"],
-               *training(r), params_text(r["method_params"]), code_text(r["code"]))
+               *training(r), params_text(r["method_params"]), code_text(r["code"]),
+               *([params_text(r.get("run_options", {}))] if options else []))
         merged.setdefault(key, []).append(r["seed"])
     table = [[*k[:3], format_seeds(seeds), *k[3:]] for k, seeds in merged.items()]
     more = (f"\n... {len(table) - max_rows} more rows not listed"
@@ -151,5 +158,5 @@ def protocol_table(rows: list[dict], max_rows: int = ROWS) -> str:
                                    "px train/val/test", "impl", "weights", "drop path",
                                    "loss", "class groups", "steps/epoch", "SGD lr/mom/wd",
                                    "batch", "cycles x epochs", "augment", "method params",
-                                   "code"],
+                                   "code", *(["run options"] if options else [])],
         tablefmt="github") + more

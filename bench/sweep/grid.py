@@ -59,8 +59,11 @@ class RunSpec:
     keep_weights: bool = False
     evals: tuple = ()
     # sorted (name, value) pairs of the run options declared `worker=True`
-    # (bench.core.flags.Flag): a new one reaches the worker with no edit here
+    # (bench.core.flags.Flag): a new one reaches the worker with no edit here;
+    # the names of those declared `hashed=True` and set away from their default
+    # (they enter the config hash)
     run_options: tuple = ()
+    hashed_options: tuple = ()
 
     @property
     def key(self) -> store.RecordKey:
@@ -77,6 +80,11 @@ class RunSpec:
     def option(self, name: str, default=None):
         """A run option declared `worker=True`, as the options held it."""
         return dict(self.run_options).get(name, default)
+
+    @property
+    def hashed(self) -> tuple:
+        """(name, value) of the run options that enter the config hash."""
+        return tuple((k, v) for k, v in self.run_options if k in self.hashed_options)
 
     def to_json(self) -> str:
         # generated from the fields (bench.sweep.specjson): a new field needs no edit here
@@ -162,7 +170,7 @@ def experiment_for(spec: "RunSpec", method, missing_ok: bool = False):
                         spec.load_options)
     return make_experiment(bundle, spec.backbone, method, spec.train,
                            weights=weights_for(spec, method.heads, missing_ok),
-                           dataset=spec.dataset), bundle
+                           dataset=spec.dataset, options=spec.hashed), bundle
 
 
 def check_validation(dataset: str, bundle) -> None:
@@ -226,17 +234,26 @@ def spec_options(opts) -> dict:
     out = {f.name: getattr(opts, f.name) for f in dataclasses.fields(RunSpec)
            if f.metadata.get("from_options")}
     out["results"] = str(out["results"])  # a Path from Python
-    return {**out, "load_options": load_options(opts), "run_options": worker_options(opts)}
+    # a hashed option at its default leaves the hash alone: adding one to
+    # RunOptions moves no existing record (as weights enter only when set)
+    hashed = tuple(d.name for d in carried_fields(opts)
+                   if d.flag.hashed and getattr(opts, d.name) != d.default)
+    return {**out, "load_options": load_options(opts), "run_options": worker_options(opts),
+            "hashed_options": hashed}
 
 
 def worker_options(opts) -> tuple:
     """Sorted (name, value) pairs of the options' fields declared for the worker."""
+    return tuple(sorted((d.name, getattr(opts, d.name)) for d in carried_fields(opts)))
+
+
+def carried_fields(opts) -> list:
+    """The options' fields declared `worker=True` or `hashed=True`."""
     from bench.core.flags import Options, declared
 
     if not isinstance(opts, Options):  # a plain object with the fields declares none
-        return ()
-    return tuple(sorted((d.name, getattr(opts, d.name)) for d in declared(type(opts))
-                        if d.flag.worker))
+        return []
+    return [d for d in declared(type(opts)) if d.flag.worker or d.flag.hashed]
 
 
 def _build(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfig, opts):

@@ -37,6 +37,8 @@ class Experiment:
     # (role, identity) for method, dataset, backbone: origin and source sha256
     # (bench.core.plugins.code_identity); a plugin's code enters the hash
     code: tuple = ()
+    # sorted (name, value) of the run options declared hashed=True (bench.core.flags)
+    options: tuple = ()
 
     def payload(self) -> dict:
         return {
@@ -49,6 +51,8 @@ class Experiment:
             # Only for plugin code, so built-in hashes are unchanged (the
             # harness version and git commit in provenance identify that code).
             **({"plugin_code": self.plugin_code()} if self.plugin_code() else {}),
+            # Only when declared, so every existing hash is unchanged.
+            **({"run_options": dict(self.options)} if self.options else {}),
         }
 
     def plugin_code(self) -> dict:
@@ -74,15 +78,17 @@ class Experiment:
 
 
 def make_experiment(bundle, backbone: str, method, cfg: TrainConfig,
-                    weights: Optional[WeightsSpec] = None, dataset: str | None = None
-                    ) -> Experiment:
-    """`dataset`: the adapter's registered name (default: the bundle's name)."""
+                    weights: Optional[WeightsSpec] = None, dataset: str | None = None,
+                    options: tuple = ()) -> Experiment:
+    """`dataset`: the adapter's registered name (default: the bundle's name);
+    `options`: the hashed run options' (name, value) pairs."""
     cfg = dataclasses.replace(cfg, **used_sizes(bundle))
     return Experiment(
         dataset=bundle.name, backbone=backbone, method=method.name,
         method_params=tuple(sorted(method.params_dict().items())), heads=method.heads,
         train=cfg, data_identity=tuple(sorted(bundle.identity.items())), weights=weights,
         code=code_identities(method, dataset or bundle.name, backbone),
+        options=tuple(sorted(options)),
     )
 
 

@@ -22,7 +22,8 @@ EVERY_FIELD = dict(
     seed=4, chash="abc123", results="/r", data_root="/d", device="cpu", force=True,
     load_options=(("download", False), ("progress", True), ("train_per_class", "10")),
     weights="/w.safetensors", sizes=(32, 28, 28), plugins=(("my_plugin", "/p"),),
-    keep_weights=True, evals=("shift", "ood:kvasir"), run_options=(("probe", 7),))
+    keep_weights=True, evals=("shift", "ood:kvasir"), run_options=(("probe", 7), ("tau", 2.0)),
+    hashed_options=("tau",))
 
 
 def test_every_field_round_trips_with_its_type():
@@ -51,11 +52,12 @@ def test_the_json_is_plain_and_an_older_spec_takes_defaults():
     data = json.loads(spec.to_json())
     assert data["train"]["lr"] == 0.05 and data["method_overrides"][1] == ["heads", 3]
     # fields added after the first specs were written
-    for newer in ("sizes", "plugins", "keep_weights", "evals", "run_options"):
+    for newer in ("sizes", "plugins", "keep_weights", "evals", "run_options",
+                  "hashed_options"):
         del data[newer]
     old = RunSpec.from_json(json.dumps(data))
     assert old == dataclasses.replace(spec, sizes=(), plugins=(), keep_weights=False, evals=(),
-                                      run_options=())
+                                      run_options=(), hashed_options=())
 
 
 def test_a_type_without_a_codec_is_refused():
