@@ -133,7 +133,8 @@ def summary_text(rows: list[EvalRow]) -> str:
               f"{r.images_per_s:.0f}" if r.seconds else "",
               r.status + (f": {r.why}" if r.why else "")] for r in rows]
     counts = Counter(r.status for r in rows)
-    tail = ", ".join(f"{n} {status}" for status, n in counts.items()) or "no complete record matched"
+    tail = (", ".join(f"{n} {status}" for status, n in counts.items())
+            or "no complete record matched")
     head = ["record", "set", "images", "seconds", "images/s", "status"]
     return (tabulate(table, headers=head, tablefmt="github") + "\n" if table else "") + \
         f"{len({r.record for r in rows})} record(s): {tail}"

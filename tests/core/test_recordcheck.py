@@ -30,7 +30,8 @@ def test_a_damaged_record_and_a_damaged_set_are_each_named(tmp_path):
     assert (label, name) == ("toy/resnet50/2hml/abc123/seed1", "eval-ood-kvasir.npz")
     assert "size mismatch" in why
     lines = found.lines()
-    assert lines[1].startswith("4 record(s) under") and "3 intact, 1 damaged; `bench run`" in lines[1]
+    assert lines[1].startswith("4 record(s) under")
+    assert "3 intact, 1 damaged; `bench run`" in lines[1]
     assert "| toy/resnet50/sl1h/abc123/seed0 | config.json: missing |" in lines[0]
     assert lines[3].startswith("1 damaged evaluation file(s)")
 
