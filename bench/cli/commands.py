@@ -11,7 +11,7 @@ from bench.sweep.options import RunOptions
 
 def add_parser(sub) -> None:
     lp = sub.add_parser("list", help="list registered methods, datasets, backbones, profiles, "
-                        "measures, variants, OOD scores; --keys: every --set key")
+                        "measures, variants, OOD and conformal scores; --keys: every --set key")
     lp.add_argument("--keys", action="store_true",
                     help="every --set key with its type, default, allowed range and meaning")
     lp.set_defaults(func=lambda args: print(keys_table() if args.keys else list_registries())

@@ -1,6 +1,7 @@
 """What `bench list` prints: every registry (methods, datasets, backbones,
-measures, variants, OOD scores) with where each entry comes from, the
-profiles, and every --set key with its type, default, range and meaning.
+measures, variants, OOD scores, conformal scores) with where each entry
+comes from, the profiles, and every --set key with its type, default, range
+and meaning.
 
 Here, in sweep, because it is the first package that may import every
 registry it lists (backbones are train's). Nothing here imports torch or the
@@ -19,6 +20,7 @@ from bench.train.backbones import BACKBONES
 
 def registries() -> dict:
     """title -> registry, in the order `bench list` prints them."""
+    from bench.calib import conformal
     from bench.calib.measures import MEASURES
     from bench.calib.ood import SCORES
     from bench.calib.variants import VARIANTS
@@ -30,7 +32,9 @@ def registries() -> dict:
                 MEASURES,
             "variants (how bench report turns saved logits into probabilities; "
             "--variants picks the post-hoc calibrators)": VARIANTS,
-            "OOD scores (bench report --ood: a column group of each table)": SCORES}
+            "OOD scores (bench report --ood: a column group of each table)": SCORES,
+            "conformal scores (bench report --sets: prediction sets of each score)":
+                conformal.SCORES}
 
 
 def list_registries() -> str:

@@ -46,3 +46,12 @@ def test_keys_table_has_each_training_key_then_the_method_keys():
     by_key = {r.split()[0]: r.split() for r in rows[len(training):]}
     # ls's own epsilon, as its registry line says ("label smoothing, epsilon 0.05")
     assert by_key["epsilon"][:3] == ["epsilon", "float", "0.05"] and by_key["epsilon"][-1] == "ls"
+
+
+def test_the_conformal_scores_are_listed_as_their_registry_describes_them():
+    from bench.calib import conformal
+
+    listed = blocks()["conformal scores (bench report --sets: prediction sets of each score)"]
+    assert [line.split()[0] for line in listed] == ["lac", "aps", "raps"]  # the three built-ins
+    for line, (name, text) in zip(listed, conformal.SCORES.describe()):
+        assert line.split(None, 2) == [name, "built-in", text]
