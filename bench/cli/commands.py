@@ -1,22 +1,17 @@
-"""`bench list` and `bench run`."""
+"""`bench list` (its tables: bench.sweep.catalog) and `bench run`."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
-from tabulate import tabulate
-
-from bench.train.backbones import BACKBONES
-from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
-from bench.core.settings import specs
 from bench.cli.fields import add_fields
 from bench.cli.typed import options_from
+from bench.sweep.catalog import keys_table, list_registries
 from bench.sweep.options import RunOptions
 
 
 def add_parser(sub) -> None:
     lp = sub.add_parser("list", help="list registered methods, datasets, backbones, profiles, "
-                        "measures, variants, OOD scores; --keys: every --set key")
+                        "measures, variants, OOD and conformal scores; --keys: every --set key")
     lp.add_argument("--keys", action="store_true",
                     help="every --set key with its type, default, allowed range and meaning")
     lp.set_defaults(func=lambda args: print(keys_table() if args.keys else list_registries())
@@ -24,71 +19,6 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="train a grid of methods x datasets x backbones x seeds")
     add_fields(p, RunOptions)  # every flag from its RunOptions field (bench.core.flags)
     p.set_defaults(func=run)
-
-
-def registries():
-    from bench.calib.measures import MEASURES
-    from bench.calib.ood import SCORES
-    from bench.calib.variants import VARIANTS
-    from bench.datasets import DATASETS
-    from bench.methods import METHODS
-
-    return {"methods": METHODS, "datasets": DATASETS, "backbones": BACKBONES,
-            "measures (bench report --metrics; every table, CSV and bench.results.load)":
-                MEASURES,
-            "variants (how bench report turns saved logits into probabilities; "
-            "--variants picks the post-hoc calibrators)": VARIANTS,
-            "OOD scores (bench report --ood: a column group of each table)": SCORES}
-
-
-def list_registries() -> str:
-    blocks = []
-    for title, reg in registries().items():
-        # where each entry comes from: built-in or the plugin that registered it
-        rows = [(name, reg.origin(name), desc) for name, desc in reg.describe()]
-        blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
-    profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
-    blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))
-    blocks.append("--set keys (type, default, range, meaning): bench list --keys")
-    return "\n\n".join(blocks)
-
-
-def keys_table() -> str:
-    """Every --set key: training keys (paper profile defaults), then method keys,
-    each as its dataclass field declares it (bench.core.settings)."""
-    from bench.methods import every_method, method_params
-
-    rows = [_key_row(PROFILES["paper"], f, "all") for f in dataclasses.fields(TrainConfig)]
-    seen: dict = {}
-    for name in every_method() + ["mhml"]:
-        params = method_params(name)
-        for f in dataclasses.fields(params):
-            row = _key_row(params, f, "")
-            seen.setdefault(tuple(row[:6]), []).append(name)
-    rows += [[*row, ", ".join(names)] for row, names in seen.items()]
-    return tabulate(rows, headers=["key", "type", "default", "range", "hash", "meaning",
-                                   "methods"], tablefmt="simple")
-
-
-def _key_row(obj, f, methods: str) -> list:
-    """key, type, default, what it accepts, whether the config hash sees it, meaning."""
-    spec = specs(obj)[f.name]
-    kind = field_types(obj)[f.name].__name__
-    row = [f.name, kind, getattr(obj, f.name), spec.text(kind),
-           "yes" if spec.in_hash else "no", spec.help]
-    return row + [methods] if methods else row
-
-
-def _profile_text(cfg: TrainConfig) -> str:
-    """A profile's schedule, then every field it sets away from the paper profile."""
-    base = PROFILES["paper"]
-    diff = [f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
-            if getattr(cfg, f.name) != getattr(base, f.name)]
-    name = next(n for n, c in PROFILES.items() if c is cfg)
-    diff += [f"{k}={v}" for k, v in PROFILE_METHOD_SETS.get(name, {}).items()]
-    return (f"{cfg.cycles} cycles x {cfg.epochs_per_cycle} epochs, SGD lr {cfg.lr}, "
-            f"momentum {cfg.momentum}, batch {cfg.batch_size}"
-            + (f"; {', '.join(diff)}" if diff else ""))
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:

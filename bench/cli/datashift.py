@@ -1,11 +1,8 @@
 """`bench data shift --dataset NAME [--size N,...]`: build the corrupted test
-sets of `--eval shift` ahead of the runs (bench.datasets.shift), with a
-progress bar and a closing table (size, corruption set, blocks, images, MB,
-seconds, built or found in the cache, file)."""
+sets of `--eval shift` ahead of the runs (bench.datasets.shift.build_sets and
+its built_table), with a progress bar and a closing table (size, corruption
+set, blocks, images, MB, seconds, built or found in the cache, file)."""
 from __future__ import annotations
-
-import os
-import time
 
 from bench.core.errors import BenchError
 
@@ -41,13 +38,13 @@ def sizes(text, default) -> list[int]:
 
 
 def build(args) -> int:
-    from tabulate import tabulate
-
-    from bench.sweep.plan import check_data_paths
+    """Checks the options, then each size's set by bench.datasets.shift.build_sets."""
     from bench.core.config import load_kwargs
     from bench.datasets import DATASETS
     from bench.datasets import shift
     from bench.datasets.corruptions import registry
+    from bench.sweep.grid import native_test_size
+    from bench.sweep.plan import check_data_paths
 
     DATASETS.get(args.dataset)
     if args.jobs < 1:
@@ -56,24 +53,8 @@ def build(args) -> int:
     registry()  # medmnistc and its libraries, or one line naming them
     options = tuple(sorted(load_kwargs(args.download, not args.no_progress,
                                        args.data_opts).items()))
-    rows = []
-    for size in sizes(args.size, lambda: _native(args.dataset, args.data_root, options)):
-        t0 = time.perf_counter()
-        before = set(shift.shift_dir(args.data_root).glob("*.npy"))
-        s = shift.get(args.dataset, size, args.data_root, options, build=True,
-                      progress=not args.no_progress, jobs=args.jobs)
-        rec = s.meta["recipe"]
-        rows.append([args.dataset, size, rec["set"], len(s.blocks), int(s.images.shape[1]),
-                     f"{os.path.getsize(s.path) / 2**20:.1f}", f"{time.perf_counter() - t0:.1f}",
-                     "cached" if s.path in before else "built", os.path.relpath(s.path)])
-    print(tabulate(rows, headers=["dataset", "px", "corruption set", "blocks", "images",
-                                  "MB", "seconds", "", "file"], tablefmt="github"))
+    wanted = sizes(args.size, lambda: native_test_size(args.dataset, args.data_root, options))
+    built = shift.build_sets(args.dataset, wanted, args.data_root, options,
+                             progress=not args.no_progress, jobs=args.jobs)
+    print(shift.built_table(built))
     return 0
-
-
-def _native(dataset: str, data_root, options) -> int:
-    """The dataset's own test size (what a run at its default size tests at)."""
-    from bench.sweep.grid import load_bundle
-
-    return int(load_bundle(dataset, 0, data_root, options).test.images.shape[1])
-

@@ -24,7 +24,7 @@ from bench.sweep.options import RunOptions
 # equal to the help each module gives its command).
 COMMANDS = {
     "list": ("bench.cli.commands", "list registered methods, datasets, backbones, profiles, "
-             "measures, variants, OOD scores; --keys: every --set key"),
+             "measures, variants, OOD and conformal scores; --keys: every --set key"),
     "run": ("bench.cli.commands", "train a grid of methods x datasets x backbones x seeds"),
     "data": ("bench.cli.data", "inspect datasets"),
     "report": ("bench.cli.report", "tables (LaTeX/Markdown/CSV), reliability diagrams, "

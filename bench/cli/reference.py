@@ -4,7 +4,7 @@ install. Regenerate with `python -m bench.cli.reference`; a test fails when the
 committed file and the registries disagree."""
 from pathlib import Path
 
-from bench.cli.commands import keys_table, list_registries
+from bench.sweep.catalog import keys_table, list_registries
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
 

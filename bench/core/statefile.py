@@ -16,21 +16,40 @@ dtype. Anything else is refused when saving, and decoding builds nothing else.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+# torch is imported by the functions that write or read tensors, not here:
+# bench.core loads without torch, and `damage`, the dry run's look at a
+# resume state (bench.sweep.grid), reads the header only and needs none
+if TYPE_CHECKING:
+    import torch
 
 FORMAT = "bench-state/1"
 MAX_HEADER = 64 << 20  # a state's header is kilobytes; more means a foreign file
-DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
-          "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32, "I16": torch.int16,
-          "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
-CODES = {dtype: code for code, dtype in DTYPES.items()}
 NUMPY_KINDS = "biufc"  # never object, void or string arrays
+
+
+@functools.cache
+def dtypes() -> dict:
+    """The header's dtype code -> the torch dtype (the safetensors codes)."""
+    import torch
+
+    return {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
+            "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32,
+            "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
+
+
+@functools.cache
+def codes() -> dict:
+    """The torch dtype -> its header code."""
+    return {dtype: code for code, dtype in dtypes().items()}
 
 
 class Damaged(ValueError):
@@ -40,13 +59,15 @@ class Damaged(ValueError):
 # ---------------------------------------------------------------- write --
 def dumps(state) -> bytearray:
     """`state` as the bytes of one state file (tensor bytes copied once)."""
+    import torch
+
     tensors: list[torch.Tensor] = []
     skeleton = json.dumps(_encode(state, tensors), separators=(",", ":"))
     raws = [t.reshape(-1).view(torch.uint8).numpy() for t in tensors]  # views, no copies
     digest, header, offset = hashlib.sha256(), {}, 0
     for i, (t, raw) in enumerate(zip(tensors, raws)):
         digest.update(raw)
-        header[f"t{i}"] = {"dtype": CODES[t.dtype], "shape": list(t.shape),
+        header[f"t{i}"] = {"dtype": codes()[t.dtype], "shape": list(t.shape),
                            "data_offsets": [offset, offset + raw.nbytes]}
         offset += raw.nbytes
     header["__metadata__"] = {"format": FORMAT, "skeleton": skeleton,
@@ -63,12 +84,14 @@ def dumps(state) -> bytearray:
 
 
 def _encode(obj, tensors: list):
+    import torch
+
     if isinstance(obj, np.generic):  # before float: np.float64 is a float subclass
         return {"scalar": _array(np.asarray(obj), tensors)}
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, torch.Tensor):
-        if obj.layout != torch.strided or obj.dtype not in CODES:
+        if obj.layout != torch.strided or obj.dtype not in codes():
             raise TypeError(f"a {obj.dtype} {obj.layout} tensor cannot be stored in a state file")
         tensors.append(obj.detach().to("cpu").contiguous())
         return {"tensor": len(tensors) - 1}
@@ -89,6 +112,8 @@ def _encode(obj, tensors: list):
 def _array(a: np.ndarray, tensors: list) -> list:
     if a.dtype.kind not in NUMPY_KINDS:
         raise TypeError(f"a numpy {a.dtype} array cannot be stored in a state file")
+    import torch
+
     raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
     tensors.append(torch.from_numpy(raw.copy()))
     return [len(tensors) - 1, a.dtype.str, list(a.shape)]
@@ -153,7 +178,9 @@ def _split(data: memoryview, more: int = 0) -> tuple[dict, memoryview]:
 
 
 def _tensor(entry: dict, body: memoryview) -> torch.Tensor:
-    dtype = DTYPES[entry["dtype"]]
+    import torch
+
+    dtype = dtypes()[entry["dtype"]]
     shape = [int(s) for s in entry["shape"]]
     begin, end = (int(o) for o in entry["data_offsets"])
     itemsize = torch.empty((), dtype=dtype).element_size()
@@ -206,6 +233,8 @@ def _numpy(spec, tensors: list) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind not in NUMPY_KINDS or dtype.hasobject:
         raise Damaged(f"malformed (a numpy {dtype} array)")
+    import torch
+
     raw = tensors[_index(i, tensors)]
     if raw.dtype != torch.uint8 or raw.dim() != 1:
         raise Damaged("malformed (a numpy array's bytes)")

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from tabulate import tabulate
 from tqdm import tqdm
 
 from bench.core import files
@@ -177,6 +178,41 @@ def _get(dataset, size, data_root, options, only, build, progress, jobs) -> Shif
     assert found is not None, final
     return found
 
+
+
+# ----------------------------------------------------- ahead of the runs --
+@dataclass(frozen=True)
+class Built:
+    """One set `bench data shift` built or found: a row of its closing table."""
+
+    dataset: str
+    size: int
+    set: ShiftSet
+    seconds: float
+    cached: bool  # found in the cache, not built
+
+
+def build_sets(dataset: str, sizes, data_root=None, options: tuple = (), only=None,
+               progress: bool = True, jobs: int = 1) -> list[Built]:
+    """`dataset`'s set at each size, built where not cached (`bench data shift`)."""
+    out = []
+    for size in sizes:
+        t0 = time.perf_counter()
+        before = set(shift_dir(data_root).glob("*.npy"))
+        s = get(dataset, size, data_root, options, only, build=True, progress=progress,
+                jobs=jobs)
+        out.append(Built(dataset, size, s, time.perf_counter() - t0, s.path in before))
+    return out
+
+
+def built_table(built: list[Built]) -> str:
+    """Size, corruption set, blocks, images, MB, seconds, built or cached, file."""
+    rows = [[b.dataset, b.size, b.set.meta["recipe"]["set"], len(b.set.blocks),
+             int(b.set.images.shape[1]), f"{os.path.getsize(b.set.path) / 2**20:.1f}",
+             f"{b.seconds:.1f}", "cached" if b.cached else "built", os.path.relpath(b.set.path)]
+            for b in built]
+    return tabulate(rows, headers=["dataset", "px", "corruption set", "blocks", "images",
+                                   "MB", "seconds", "", "file"], tablefmt="github")
 
 def _final(folder: Path, dataset: str, size: int, key: str) -> Path:
     return folder / f"{dataset}-{size}px-{key[:16]}.npy"

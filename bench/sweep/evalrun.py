@@ -1,7 +1,7 @@
 """`bench eval`: evaluation sets for finished records, from their kept weights
 (issue 33). `EvalOptions` declares its flags (bench.core.flags);
 `evaluate_results(opts)` does the work and returns one `EvalRow` per record
-and set, which the command prints as its closing table.
+and set; `summary_text(rows)` is the closing table the command prints.
 
 Per record (complete, matching the filters):
 
@@ -121,6 +121,28 @@ def evaluate_results(opts: EvalOptions, progress: bool = True) -> list[EvalRow]:
     bar.close()
     return rows
 
+
+
+def summary_text(rows: list[EvalRow]) -> str:
+    """The closing table (record, set, images, seconds, images/s, status), then counts."""
+    from collections import Counter
+
+    from tabulate import tabulate
+
+    table = [[r.record, r.set, r.images or "", f"{r.seconds:.2f}" if r.seconds else "",
+              f"{r.images_per_s:.0f}" if r.seconds else "",
+              r.status + (f": {r.why}" if r.why else "")] for r in rows]
+    counts = Counter(r.status for r in rows)
+    tail = (", ".join(f"{n} {status}" for status, n in counts.items())
+            or "no complete record matched")
+    head = ["record", "set", "images", "seconds", "images/s", "status"]
+    return (tabulate(table, headers=head, tablefmt="github") + "\n" if table else "") + \
+        f"{len({r.record for r in rows})} record(s): {tail}"
+
+
+def failed(rows: list[EvalRow]) -> list[EvalRow]:
+    """The rows of sets that could not be evaluated (a damaged record, a failure)."""
+    return [r for r in rows if r.status in (DAMAGED, FAILED)]
 
 def _check_sizes(root, keys, specs) -> None:
     """Each ood/site source's files at every test size the records read it at,

@@ -134,6 +134,11 @@ def load_bundle(dataset: str, image_size: int, data_root: str | None, options: t
     return bundle
 
 
+
+def native_test_size(dataset: str, data_root: str | None, options: tuple) -> int:
+    """The dataset's own test size in px (what a run at its default size tests at)."""
+    return int(load_bundle(dataset, 0, data_root, options).test.images.shape[1])
+
 @functools.lru_cache(maxsize=8)
 def _loaded(dataset: str, image_size: int, data_root: str | None, options: tuple):
     from bench.datasets import load_dataset

@@ -184,3 +184,23 @@ def test_a_built_set_is_found_without_decoding_or_hashing_again(tiny_path, monke
     st = (root / "pathmnist.npz").stat()
     os.utime(root / "pathmnist.npz", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert get(root).path == first.path and decoded == [1]  # same bytes: same set
+
+
+def test_build_sets_builds_each_size_once_and_tables_them(tiny_path, monkeypatch):
+    """`bench data shift`'s loop: one row per size, built then found in the cache."""
+    root, _ = tiny_path
+    monkeypatch.chdir(root)  # the table names each file relative to here
+    first = shift.build_sets("pathmnist", [28, 16], root, only=ONLY, progress=False)
+    assert [(b.size, b.cached) for b in first] == [(28, False), (16, False)]
+    shift._get.cache_clear()  # as a new process: found on disk
+    again = shift.build_sets("pathmnist", [16], root, only=ONLY, progress=False)
+    assert again[0].cached and again[0].set.path == first[1].set.path
+    lines = shift.built_table(first + again).splitlines()
+    assert [c.strip() for c in lines[0].split("|")[1:-1]] == [
+        "dataset", "px", "corruption set", "blocks", "images", "MB", "seconds", "", "file"]
+    for b, line in zip(first + again, lines[2:]):
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        assert cells[:5] == ["pathmnist", str(b.size), "pathmnist", "11", "5"]
+        assert float(cells[5]) == round(b.set.path.stat().st_size / 2**20, 1)
+        assert cells[7:] == ["cached" if b.cached else "built",
+                             f"cache/shift/{b.set.path.name}"]

@@ -184,7 +184,7 @@ def test_bad_hyper_parameters_are_one_line_errors(name, key, value):
 
 # ------------------------------------------------------------ registry --
 def test_training_methods_paper_order_and_listed():
-    from bench.cli.commands import list_registries
+    from bench.sweep.catalog import list_registries
 
     names = training_methods()
     assert names[:8] == ["sl1h", "ls", "mbls", "mixup", "dca", "2hsl", "2hml", "4hml"]
