@@ -16,7 +16,7 @@ hand (`tests/cli/test_reference_doc.py` fails when this file is stale).
 
 
 def render() -> str:
-    return (f"{HEAD}\n## `bench list`: methods, datasets, backbones, profiles, measures, variants\n\n"
+    return (f"{HEAD}\n## `bench list`: methods, datasets, backbones, profiles, measures, variants, OOD and conformal scores\n\n"
             f"```text\n{list_registries()}\n```\n\n"
             f"## `bench list --keys`: every `--set` key\n\n```text\n{keys_table()}\n```\n")
 
