@@ -14,9 +14,12 @@ same decorators the built-ins use.
 
     register_ood_score("energy", energy, "Energy", "minus the free energy")  # [N, M, K] -> [N]
 
+    register_conformal_score("thr2", fn, "THR2", "my score")  # probs [N, K] -> scores [N, K]
+
 A measure is then a `bench report --metrics` column and in every CSV; a
 calibrator a `--variants` choice (docs/reports.md); an OOD score a column
-group of every `bench report --ood` table (docs/shift.md).
+group of every `bench report --ood` table (docs/shift.md); a conformal score
+a column group of every `bench report --sets` table (lower = more conforming).
 
 A module doing this becomes a plugin through an entry point in the group
 `mhml_bench.plugins` (its value: the module), the environment variable
@@ -33,6 +36,7 @@ from bench.datasets.base import DATASETS, DatasetBundle, Split
 from bench.methods.base import METHODS, Method
 from bench.train.backbones import BACKBONES, Backbone
 
+from bench.calib.conformal import register_score as register_conformal_score
 from bench.calib.measures import register_measure
 from bench.calib.ood import register_score as register_ood_score
 from bench.calib.variants import posthoc_variant as register_calibrator
@@ -43,6 +47,7 @@ register_dataset = DATASETS.register
 register_backbone = BACKBONES.register
 
 __all__ = ["register_method", "register_dataset", "register_backbone", "register_measure",
-           "register_variant", "register_calibrator", "register_ood_score", "Method",
+           "register_variant", "register_calibrator", "register_ood_score",
+           "register_conformal_score", "Method",
            "DatasetBundle", "Split", "Backbone", "BenchError", "load", "GROUP", "ENV",
            "Range", "ge", "gt", "setting"]

@@ -61,6 +61,11 @@ class Score:
     help: str = ""
     version: int = 1
 
+    def __post_init__(self):
+        # where the code came from (bench.core.plugins.origin reads __module__):
+        # `bench list` names the plugin that registered a score
+        object.__setattr__(self, "__module__", self.fn.__module__)
+
 
 SCORES = Registry("conformal score")
 
@@ -102,6 +107,9 @@ def raps_scores(probs: np.ndarray, params: RapsParams = RAPS) -> np.ndarray:
 
 
 def register_score(name: str, fn, head: str, text: str, version: int = 1) -> None:
+    """Register `fn(probs [N, K]) -> scores [N, K]` (lower: more conforming) as
+    conformal score `name` (bench.plugins.register_conformal_score); a taken
+    name is an error."""
     SCORES.add(name, Score(name, fn, head, text, version), text)
 
 

@@ -151,3 +151,30 @@ def test_coverage_guarantee_by_simulation(score):
     assert abs(covs.mean() - mean) <= 4 * se
     # the spread too: a quantile computed from the test draw would shrink it
     assert covs.std() == pytest.approx(math.sqrt(var), rel=0.1)
+
+
+def test_a_plugin_score_makes_sets_and_a_taken_name_is_refused():
+    """bench.plugins.register_conformal_score: a plugin's score 2 x (1 - p).
+    By hand: true-class scores 0.6, 1.0, 0.8; alpha 0.5 takes the
+    ceil(4 x 0.5) = 2nd smallest, 0.8, so a class is in the set when
+    2 (1 - p) <= 0.8, p >= 0.6: LAC's sets with its quantile doubled."""
+    from bench.plugins import register_conformal_score
+
+    def doubled(probs):
+        return 2.0 * (1.0 - np.asarray(probs, dtype=np.float64))
+
+    register_conformal_score("test_lac2", doubled, "LAC2", "a plugin's score")
+    try:
+        cal = np.array([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6]])
+        test = np.array([[0.45, 0.35, 0.2], [0.1, 0.2, 0.7]])
+        labels = np.array([0, 1, 2])
+        sets, q = CF.prediction_sets(cal, labels, test, score="test_lac2", alpha=0.5)
+        lac_sets, lac_q = CF.prediction_sets(cal, labels, test, score="lac", alpha=0.5)
+        assert q == pytest.approx(0.8) == pytest.approx(2 * lac_q)
+        assert sets.tolist() == [[False, False, False], [False, False, True]]
+        assert (sets == lac_sets).all()
+        assert CF.SCORES.origin("test_lac2") != "built-in"  # this test module registered it
+        with pytest.raises(BenchError, match="duplicate conformal score name 'lac'"):
+            register_conformal_score("lac", doubled, "LAC", "again")
+    finally:
+        CF.SCORES._entries.pop("test_lac2")
