@@ -5,14 +5,14 @@ record's saved test logits, every other measure of bench.calib.measures
 (`test_aece`, `test_cwece`, `test_dl2ce`, `test_smece`, `test_aurc`,
 `test_ece5` ... `test_ece30`, and a plugin's) and the bootstrap bounds of
 ACC / ECE / NLL (`test_acc_boot_lo`, ..., `boot_resamples`, `boot_seed`).
-See bench.report.frame and bench.report.cells. `shift(results_dir)` and
+See bench.report.numbers.frame and bench.report.numbers.cells. `shift(results_dir)` and
 `ood(results_dir)`: the records' evaluation sets as tidy frames, the data of
 `bench report --shift` / `--ood`; `sets(results_dir)`: conformal prediction
 sets (`bench report --sets`)."""
 from bench.calib import measures as _measures
 from bench.core.record import COSTS
-from bench.report import frame
-from bench.report.frame import damaged
+from bench.report.numbers import frame
+from bench.report.numbers.frame import damaged
 
 METRICS = _measures.stored()  # the test_/val_ columns metrics.json holds
 
@@ -25,7 +25,7 @@ def load(results_dir, measures: bool = True, cache_dir=None):
     if not measures or df.empty:
         return df
     from bench.core.record import Record
-    from bench.report import cells
+    from bench.report.numbers import cells
 
     cache = cells.cache_for(cache_dir) if cache_dir is not None else cells.Cache()
     recs = [Record(p) for p in df["path"]]
@@ -68,7 +68,8 @@ def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=Fal
     too; site sets have neither)."""
     import pandas as pd
 
-    from bench.report import ReportOptions, cells, pipeline
+    from bench.report import ReportOptions, pipeline
+    from bench.report.numbers import cells
 
     opts = ReportOptions(sets=True, sets_alpha=alpha, variants=variants, no_ts=no_ts,
                          no_plots=True, no_progress=True)
@@ -78,7 +79,7 @@ def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=Fal
     data = pipeline.sets_report(opts, runs, cache)
     cache.save()
     if eval_sets:
-        from bench.report.setshift import LONG_COLUMNS
+        from bench.report.evals.setshift import LONG_COLUMNS
 
         return data.shifted.frame if data.shifted is not None else pd.DataFrame(
             columns=LONG_COLUMNS)
@@ -86,8 +87,10 @@ def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=Fal
 
 
 def _eval_frame(results_dir, kind: str, cache_dir, **options):
-    from bench.report import ReportOptions, cells, evalsets, pipeline
-    from bench.report import ood as ood_report
+    from bench.report import ReportOptions, pipeline
+    from bench.report.numbers import cells
+    from bench.report.evals import evalsets
+    from bench.report.evals import ood as ood_report
 
     opts = ReportOptions(**{kind: True}, no_plots=True, no_progress=True, **options)
     opts.validate()

@@ -152,7 +152,7 @@ def stored_values(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
 
 # --------------------------------------------------------------- built-in --
 # Registration order is the order of CSV columns and of --metrics' choices; a
-# table puts Gap (signed, never ranked) right after ECE (bench.report.tables).
+# table puts Gap (signed, never ranked) right after ECE (bench.report.render.tables).
 def _add(name, fn, head, **fields):
     register_measure(name, head, **fields)(fn)
 

@@ -30,7 +30,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 def run(args) -> int:
     # here, not at the top: `bench list` and `bench --help` load neither torch
     # nor the report package (tests/cli/test_startup.py)
-    from bench.report.summary import summary_table
+    from bench.report.render.summary import summary_table
     from bench.sweep.plan import execute, plan
     from bench.sweep.run import exit_code, summary_text
 

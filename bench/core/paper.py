@@ -34,7 +34,7 @@ TABLE_METHODS = SINGLE_HEAD + (DENS,) + MULTI_HEAD
 # A report's default row order, as sections (a double rule between them):
 # the paper's rows with the released code's extra baselines among the
 # single-head ones. Methods not named here join the section their Method
-# declares (bench.report.tables.ordered_methods).
+# declares (bench.report.render.tables.ordered_methods).
 TABLE_SECTIONS = (SINGLE_HEAD + EXTRA_BASELINES, (DENS,), MULTI_HEAD)
 
 # The methods of its temperature-scaling tables (appendix); a report shows
@@ -61,7 +61,7 @@ DATASET_NAMES = {"chaoyang": "Chaoyang", "kvasir": "Kvasir", "pathmnist": "PathM
                  "digits": "Digits"}
 
 # How the paper's LaTeX source prints them (its first table calls SL1H OneH),
-# read by bench.report.published.
+# read by bench.report.paper.published.
 PRINTED_METHODS = {**{text: key for key, text in METHOD_NAMES.items()}, "OneH": "sl1h"}
 PRINTED_BACKBONES = {"ResNet50": "resnet50", "ConvNeXt": "convnext_tiny",
                      "Swin-Transformer": "swin_tiny"}

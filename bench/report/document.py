@@ -20,10 +20,12 @@ from pathlib import Path
 import pandas as pd
 
 from bench.core.files import write_text
-from bench.report import aggregate, curves, latex, textables
-from bench.report import figures as figs
+from bench.report.numbers import aggregate
 from bench.report.options import ReportOptions
-from bench.report.tables import dataset_name, method_name, missing_notes
+from bench.report.plotting import curves
+from bench.report.plotting import figures as figs
+from bench.report.render import latex, textables
+from bench.report.render.tables import dataset_name, method_name, missing_notes
 
 
 @dataclass
@@ -32,13 +34,13 @@ class Report:
     `groups` (groups.csv: one row per cell, a dataset x backbone x row
     aggregate over seeds), `significance` (the paired tests), `friedman`,
     `comparison` / `claims` (--compare paper); `table_cells()` every table
-    cell as shown. `tables` are bench.report.tables.Table objects (LaTeX and
+    cell as shown. `tables` are bench.report.render.tables.Table objects (LaTeX and
     Markdown renderers take them), `failures` the failed or unfinished runs,
     `notes` what the report says beside its tables. After `write`, `paths`
     holds the files written and `text` the summary `bench report` prints."""
 
     options: ReportOptions
-    run_list: list  # bench.report.cells.Run, the finished runs shown
+    run_list: list  # bench.report.numbers.cells.Run, the finished runs shown
     cell_map: dict  # (dataset, backbone, row) -> aggregate cell of re-run records
     labels: dict  # display names
     tables: list
@@ -50,11 +52,11 @@ class Report:
     friedman: pd.DataFrame
     comparison: dict | None = None  # {"rows", "claims", "notes"} with --compare paper
     cd_results: list = field(default_factory=list)  # (metric, stats.Friedman)
-    cache: object = None  # bench.report.cells.Cache of every computed value
-    # --shift: bench.report.shifttables.ShiftReport (its `frame`: the tidy shift measures)
+    cache: object = None  # bench.report.numbers.cells.Cache of every computed value
+    # --shift: bench.report.evals.shifttables.ShiftReport (its `frame`: the tidy shift measures)
     shift: object = None
-    ood: object = None  # --ood: bench.report.ood.OodReport (its `frame`)
-    sets: object = None  # --sets: bench.report.sets.SetsData (its `frame`)
+    ood: object = None  # --ood: bench.report.evals.ood.OodReport (its `frame`)
+    sets: object = None  # --sets: bench.report.evals.sets.SetsData (its `frame`)
     paths: tuple = ()
     text: str = ""
 
@@ -66,7 +68,7 @@ class Report:
 
     @property
     def comparison_frame(self) -> pd.DataFrame | None:
-        from bench.report.comparetables import ROW_COLUMNS
+        from bench.report.paper.comparetables import ROW_COLUMNS
 
         if self.comparison is None:
             return None
@@ -74,7 +76,7 @@ class Report:
 
     @property
     def claims(self) -> pd.DataFrame | None:
-        from bench.report.comparetables import CLAIM_COLUMNS
+        from bench.report.paper.comparetables import CLAIM_COLUMNS
 
         if self.comparison is None:
             return None
@@ -99,8 +101,8 @@ class Report:
     def write(self, out_dir) -> list[Path]:
         """Write every file of `bench report --out out_dir`; returns them in
         the order the command lists them."""
-        from bench.report.cells import CACHE_FILE
-        from bench.report.markdown import report_markdown
+        from bench.report.numbers.cells import CACHE_FILE
+        from bench.report.render.markdown import report_markdown
 
         opts, out = self.options, Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -120,7 +122,7 @@ class Report:
             figures = self.write_figures(out)
             written.append(aggregate.write_frame(out / "stats" / "friedman.csv", self.friedman))
         if self.comparison is not None:
-            from bench.report import comparetables
+            from bench.report.paper import comparetables
 
             files, line = comparetables.write(self.comparison, out, not opts.no_plots)
             written += files
@@ -137,7 +139,7 @@ class Report:
     def write_eval_reports(self, out: Path) -> tuple[list[Path], list[tuple]]:
         """--shift, --ood and --sets (its shift and site sets too): their files
         and report.md sections."""
-        from bench.report import ood, setshifttables, setstables, shifttables
+        from bench.report.evals import ood, setshifttables, setstables, shifttables
 
         written, sections = [], []
         for rep, write in ((self.shift, lambda r: shifttables.write(r, out,

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from bench.core.errors import BenchError, choices_error
 from bench.core.flags import ITEMS, REPEAT, SEEDS, Options, option
 from bench.core.seeds import parse_seeds
-from bench.report.captions import check_caption
+from bench.report.render.captions import check_caption
 from bench.core.paper import DENS
-from bench.report.stats import TESTS
+from bench.report.numbers.stats import TESTS
 from bench.calib import measures as M
-from bench.report import kinds
-from bench.report.tables import REFERENCE
+from bench.report.render import kinds
+from bench.report.render.tables import REFERENCE
 
 KINDS = tuple(k.name for k in kinds.TABLES)  # one --caption-<kind> each
 COMPARE_CHOICES = ("paper",)
@@ -73,7 +73,7 @@ class ReportOptions(Options):
         False, "mark cells that differ from the reference (paired test over seeds)")
     significance_ref: str = option(
         REFERENCE, f"the reference of the paired tests (default {REFERENCE})", metavar="METHOD")
-    # KEY=TEXT items: read with the records' names (bench.report.names)
+    # KEY=TEXT items: read with the records' names (bench.report.numbers.names)
     label: tuple = option(
         (), "display name of a method, dataset or backbone, e.g. --label confpen='CP (ours)' "
         "(repeatable)", kind=ITEMS, metavar="KEY=TEXT")
@@ -83,7 +83,7 @@ class ReportOptions(Options):
         "dataset x backbone blocks, for methods without records here; refused where the "
         "re-run rows were trained otherwise (profile, epochs, pretraining, image or split "
         "sizes)")
-    # the copied rows beside re-run rows of another protocol (bench.report.comparable)
+    # the copied rows beside re-run rows of another protocol (bench.report.paper.comparable)
     published_rows_anyway: bool = option(
         False, "with --published-rows: place them even beside re-run rows trained otherwise "
         "than the published ones; each table's footnote names the differences")
@@ -150,7 +150,7 @@ class ReportOptions(Options):
             raise BenchError("--published-rows-anyway: it places the rows of --published-rows "
                              "beside unlike runs; add --published-rows (or drop it)")
         if self.published_rows:
-            from bench.report import copied
+            from bench.report.paper import copied
 
             copied.check_metrics(metrics)
         parse_sections(self.order)

@@ -30,7 +30,7 @@ def write_report(report, out) -> list[Path]:
 def write_failures(failures: list[dict], out) -> Path:
     """Only OUT/failed_runs.csv, for a report that found no finished record
     (bench.report.pipeline.NoRecords): the runs it names, with their reasons."""
-    from bench.report.aggregate import write_failures_csv
+    from bench.report.numbers.aggregate import write_failures_csv
 
     out = Path(out)
     _, stage = replace_entries(out, lambda s: write_failures_csv(failures, s / "failed_runs.csv"))

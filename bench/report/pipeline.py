@@ -21,15 +21,16 @@ from tqdm import tqdm
 
 from bench.core import store
 from bench.core.errors import BenchError
-from bench.report import aggregate, comparable, configs, copied, evalsets, names, ood, paired
-from bench.report import stats, unfinished
-from bench.report import cells as cells_mod
-from bench.report import figures as figs
 from bench.report.document import Report
-from bench.report import kinds
+from bench.report.evals import evalsets, ood
+from bench.report.numbers import aggregate, configs, names, paired, stats, unfinished
+from bench.report.numbers import cells as cells_mod
 from bench.report.options import ReportOptions, check_order
-from bench.report.footnotes import thin_note, validation_note
-from bench.report.tables import build_table
+from bench.report.paper import comparable, copied
+from bench.report.plotting import figures as figs
+from bench.report.render import kinds
+from bench.report.render.footnotes import thin_note, validation_note
+from bench.report.render.tables import build_table
 
 
 FRIEDMAN_COLUMNS = ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"]
@@ -101,8 +102,8 @@ def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict)
     """--shift: each run's trained row, +TS (unless --no-ts) and the --variants
     calibrators, and D-Ens, under every corruption and severity, for the
     table's columns and ECE (the box plots)."""
-    from bench.report import shift, shifttables
-    from bench.report.tables import columns
+    from bench.report.evals import shift, shifttables
+    from bench.report.render.tables import columns
 
     variants = list(kinds.SHIFT.rows(not opts.no_ts, opts.variant_list))
     which = list(dict.fromkeys([*columns(opts.metric_columns, not opts.no_gap), "ece"]))
@@ -113,9 +114,9 @@ def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict)
 
 def sets_report(opts: ReportOptions, runs, cache):
     """--sets: each run's trained row, +TS (unless --no-ts) and the --variants
-    calibrators, and D-Ens, as conformal prediction sets (bench.report.sets),
+    calibrators, and D-Ens, as conformal prediction sets (bench.report.evals.sets),
     on the test split and on the records' shift and site sets (setshift)."""
-    from bench.report import sets, setshift  # lazy: only --sets reads them
+    from bench.report.evals import sets, setshift  # lazy: only --sets reads them
 
     variants = list(kinds.SHIFT.rows(not opts.no_ts, opts.variant_list))  # as --shift's rows
     data = sets.compute(runs, variants, opts.sets_alpha, cache)
@@ -127,9 +128,9 @@ def sets_report(opts: ReportOptions, runs, cache):
 
 def _unlike(opts: ReportOptions, runs, pub: dict, labels: dict) -> dict[str, tuple]:
     """dataset -> how its re-run rows differ from the protocol of the copied
-    rows beside them (bench.report.comparable), for the tables' footnote;
+    rows beside them (bench.report.paper.comparable), for the tables' footnote;
     without --published-rows-anyway any difference stops the report."""
-    from bench.report.tables import backbone_name
+    from bench.report.render.tables import backbone_name
 
     found = comparable.block_differences(runs, {(ds, bb) for ds, bb, _ in pub}, labels)
     if found and not opts.published_rows_anyway:
@@ -151,7 +152,7 @@ def _significance_notes(opts: ReportOptions, sig: pd.DataFrame) -> list[str]:
 
 def _comparison(cells: dict) -> dict:
     """--compare paper: our means against the published ones, and the claims."""
-    from bench.report import compare
+    from bench.report.paper import compare
 
     ours = compare.rows_from_groups(cells)
     rows, notes = compare.compare(ours)
@@ -234,7 +235,7 @@ def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dic
                 sig_name: str | None = None, labels=None, unlike=None,
                 fit_notes=None) -> list:
     """Every table: per dataset the main, std and (unless --no-ts) TS table;
-    `sig_marks` from bench.report.paired, `sig_name` the test(s) behind them;
+    `sig_marks` from bench.report.numbers.paired, `sig_name` the test(s) behind them;
     `unlike`: dataset -> how re-run rows differ from the copied rows' protocol."""
     tables = []
     for ds in sorted(expected):

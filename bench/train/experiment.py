@@ -202,7 +202,7 @@ def record_metrics(result, bundle, n_params: int) -> dict:
         "val": measures.stored_values(head_probs(result.val_logits), bundle.val.labels),
         "test": measures.stored_values(head_probs(result.test_logits), bundle.test.labels),
         # which definition of each made them: a report recomputes a value
-        # whose measure has a newer version (bench.report.cells)
+        # whose measure has a newer version (bench.report.numbers.cells)
         "measure_versions": {m: measures.get(m).version for m in measures.stored()},
         "best_cycle": result.best_cycle,
         "cycle_val_auc": result.cycle_val_auc,

@@ -8,7 +8,7 @@ from bench.core.errors import BenchError
 from bench.calib.measures import stored_values as all_metrics
 from bench.calib.metrics import head_probs, nll, softmax
 from bench.core.store import write_record
-from bench.report.summary import summary_rows, summary_table
+from bench.report.render.summary import summary_rows, summary_table
 
 
 def synthetic(t_star, n=20000, k=10, seed=0, heads=None):
@@ -83,7 +83,7 @@ def test_ensemble_is_mean_of_member_probabilities():
 
 
 def test_ensemble_errors(tmp_path):
-    from bench.report.aggregate import ensemble_cell
+    from bench.report.numbers.aggregate import ensemble_cell
 
     with pytest.raises(BenchError, match="needs at least 2"):
         ensemble_cell([])

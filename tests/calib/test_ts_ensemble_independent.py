@@ -12,7 +12,7 @@ from torchmetrics.classification import MulticlassCalibrationError
 
 from bench.core.store import write_record
 from variantutil import deep_ensemble, temperature_scaled
-from bench.report.summary import summary_rows
+from bench.report.render.summary import summary_rows
 
 K = 5
 

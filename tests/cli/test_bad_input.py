@@ -41,7 +41,7 @@ def test_point1_caption_with_latex_braces_renders(tmp_path, capsys):
 
 
 def test_point1_default_captions_still_format_doubled_braces():
-    from bench.report.latex import fill_caption
+    from bench.report.render.latex import fill_caption
 
     assert fill_caption(r"\textbf{{{dataset} dataset}} over {n}", "Kvasir", 5) == \
         r"\textbf{Kvasir dataset} over 5"
@@ -152,7 +152,7 @@ def test_point8_contradictory_config_rules_are_refused(tmp_path, capsys):
 
 
 def test_point8_contradictory_config_prefixes_name_both():
-    from bench.report.configs import parse_config_choice
+    from bench.report.numbers.configs import parse_config_choice
 
     with pytest.raises(BenchError, match=r"^--config sl1h=abc,sl1h=def: two configs for sl1h"):
         parse_config_choice("sl1h=abc,sl1h=def", ["abc123", "def456"])

@@ -108,8 +108,8 @@ def test_point1_report_sets_aside_a_shift_set_of_another_split(tmp_path, capsys)
     arrays = evalfiles.load(path, "shift")
     evalfiles.write(path, "shift", arrays, {"kind": "shift", "n": E.N_TEST + 7})
     from bench.core.record import Record
-    from bench.report.cells import Run
-    from bench.report.evalsets import usable
+    from bench.report.numbers.cells import Run
+    from bench.report.evals.evalsets import usable
 
     class Sized(Record):
         config = {**cfg, "split_sizes": {"test": E.N_TEST}}

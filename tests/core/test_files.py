@@ -27,7 +27,7 @@ def _runstate(path):
 
 
 def _measures(path):
-    from bench.report.cells import Cache
+    from bench.report.numbers.cells import Cache
 
     cache = Cache(path)
     cache.used["run"] = {"key": "k", "value": {"values": {}}}

@@ -8,7 +8,7 @@ import pytest
 
 from bench.core import paper
 from bench.calib import variants as V
-from bench.report.compare import TS_ROWS
+from bench.report.paper.compare import TS_ROWS
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "bench" / "report" / "paper" / "published.csv"
 
@@ -55,7 +55,7 @@ def test_display_names_are_the_papers_printed_row_names():
     source) is the display name a report prints for that row."""
     import re
 
-    from bench.report.tables import method_name
+    from bench.report.render.tables import method_name
 
     printed = re.findall(r"^\s*\\textbf\{([^}]+)\}\s*&", TEX.read_text(), re.M)
     assert {"LS", "MbLS", "MixUp", "DCA", "D-Ens", "2HSL", "2HML", "4HML"} <= set(printed)
@@ -66,7 +66,7 @@ def test_display_names_are_the_papers_printed_row_names():
 
 
 def test_variant_spellings_match_published_csv_and_row_keys(published):
-    from bench.report.compare import label
+    from bench.report.paper.compare import label
 
     assert set(published.variant) == {v.column for v in V.TABLE_VARIANTS}
     assert [label("4hml", v.column) for v in V.TABLE_VARIANTS] == \

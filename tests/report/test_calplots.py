@@ -5,7 +5,7 @@ import pytest
 from matplotlib.patches import Rectangle
 
 from bench.calib.calibration_measures import smooth_ece
-from bench.report import calplots, plots
+from bench.report.plotting import calplots, plots
 
 
 def _panels():

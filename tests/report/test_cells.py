@@ -1,4 +1,4 @@
-"""The one path from records to report cells (bench.report.cells): every
+"""The one path from records to report cells (bench.report.numbers.cells): every
 number is measure(variant(records)), cached by the records' digests and the
 versions of the measure and the variant; the edges of the derived rows
 (one-member and empty ensembles, members that disagree, which cells get a
@@ -14,8 +14,8 @@ from bench.core import paper, store
 from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.record import Record
-from bench.report import aggregate, cells
-from bench.report.cells import Cache, Run
+from bench.report.numbers import aggregate, cells
+from bench.report.numbers.cells import Cache, Run
 
 
 def _record(root, seed, logits, labels, test=None, method="sl1h"):

@@ -11,8 +11,8 @@ import pytest
 
 from bench.cli.main import main
 from bench.core import store
-from bench.report import compare as cmp
-from bench.report import published as pub
+from bench.report.paper import compare as cmp
+from bench.report.paper import published as pub
 
 
 def test_z_rule_by_hand():

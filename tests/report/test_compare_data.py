@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.report import published as pub
-from bench.report.ranks import mean_ranks, rank_marks
+from bench.report.paper import published as pub
+from bench.report.numbers.ranks import mean_ranks, rank_marks
 
 DATA = Path(__file__).parent / "paper"
 TABLES = ("chaoyang", "kvasir", "chaoyang_ts", "kvasir_ts", "chaoyang_dispersion",

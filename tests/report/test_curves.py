@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.report.curves import history_frames, mean_curves, write_curves
+from bench.report.plotting.curves import history_frames, mean_curves, write_curves
 
 
 @dataclass
@@ -68,7 +68,7 @@ def test_legend_in_table_order_and_whole_epoch_and_cycle_ticks(tmp_path):
     """One epoch and one cycle per run (a smoke test's records): the ticks are
     whole numbers, and the legend lists the methods as the tables do (the
     paper's order, a plugin's method after them), not alphabetically."""
-    from bench.report.curves import curves_figure
+    from bench.report.plotting.curves import curves_figure
 
     runs = [_record(tmp_path, m, 0, [1.0], [0.9]) for m in ("4hml", "confpen", "ls", "sl1h")]
     epochs, cycles = history_frames(runs)

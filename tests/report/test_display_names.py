@@ -7,7 +7,7 @@ import pytest
 from bench.cli.main import main
 from bench.core import store
 from bench.report import build
-from bench.report import figures as figs
+from bench.report.plotting import figures as figs
 from bench.report.options import ReportOptions
 from bench.train.backbones import BACKBONES
 

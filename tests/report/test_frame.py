@@ -12,8 +12,8 @@ import bench.results
 from bench.cli.main import main
 from bench.core import store
 from bench.core.errors import BenchError
-from bench.report import configs
-from bench.report.frame import damaged
+from bench.report.numbers import configs
+from bench.report.numbers.frame import damaged
 
 
 @pytest.fixture
@@ -180,7 +180,7 @@ def _damage(known, backbone, method):
     ({"datasets": ["other"]}, 0, set()),
 ])
 def test_load_runs_filters_records_and_damaged_ones_alike(known, filters, runs, bad):
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     _damage(known, "resnet50", "sl1h")
     _damage(known, "convnext_tiny", "4hml")
@@ -196,7 +196,7 @@ def test_load_runs_filters_records_and_damaged_ones_alike(known, filters, runs, 
 
 @pytest.mark.parametrize("key", ["reason", "error", "message", "exception"])
 def test_failure_reason_from_any_of_its_keys(tmp_path, key):
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     d = tmp_path / "toy" / "resnet50" / "sl1h" / "abc123"
     d.mkdir(parents=True)
@@ -212,7 +212,7 @@ def test_failure_reason_from_any_of_its_keys(tmp_path, key):
     ({"reason": "", "status": "running"}, "status running"),  # an empty reason is none
 ])
 def test_failure_reason_without_a_reason_text(tmp_path, record, reason):
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     d = tmp_path / "toy" / "resnet50" / "sl1h" / "abc123"
     d.mkdir(parents=True)
@@ -226,7 +226,7 @@ def test_find_failures_lists_what_is_not_done_and_skips_records_being_written(tm
     written here by hand: finished runs are not failures, unfinished ones are, a
     directory starting with "." (a record mid-write) is skipped without stopping the
     scan, a file that cannot be parsed is a failure named as unreadable."""
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     run = tmp_path / "toy" / "resnet50" / "sl1h"
 
@@ -256,7 +256,7 @@ def test_find_failures_lists_what_is_not_done_and_skips_records_being_written(tm
 def test_failure_rows_prefer_the_record_own_fields_to_its_path(tmp_path):
     """A record's own seed / config_hash / method / last step win over what its path
     says; where it has none the path fills them, and a missing step stays empty."""
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     files = {
         "toy/resnet50/sl1h/h1/seed1/metrics.json":
@@ -277,7 +277,7 @@ def test_config_notes_name_the_rule_and_every_ignored_config(known):
     alone chose) and lists every config it ignored."""
     import os
 
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     _second_config(known)  # resnet50/sl1h: abc123 (3 seeds), zzz999 (1 seed), yyy777 (2 seeds)
     _second_config(known, "yyy777", seeds=(0, 1))
@@ -317,7 +317,7 @@ FAILURE_HEADER = ["dataset", "backbone", "method", "seed", "reason", "last_step"
 def test_csv_files_have_the_documented_columns_and_values(known, tmp_path):
     """Headers exactly as docs/reports.md lists them (no index column), every identity
     cell filled, and the writers create the folders they write into."""
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     runs = aggregate.load_runs(known)
     path = aggregate.write_runs_csv(runs, tmp_path / "a" / "b" / "runs.csv")
@@ -354,7 +354,7 @@ def test_csv_files_have_the_documented_columns_and_values(known, tmp_path):
 
 
 def test_ambiguous_configs_error_names_only_the_settings_that_differ(known):
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     _second_config(known)
     _second_config(known, "yyy777", seeds=(0, 1))
@@ -379,7 +379,7 @@ def test_ambiguous_configs_error_names_only_the_settings_that_differ(known):
 
 
 def test_build_groups_advances_the_progress_bar_once_per_cell(known):
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     class Count:
         n = 0
@@ -394,7 +394,7 @@ def test_build_groups_advances_the_progress_bar_once_per_cell(known):
 
 
 def test_a_cell_of_one_run_is_a_group_of_one(known):
-    from bench.report import aggregate
+    from bench.report.numbers import aggregate
 
     run = aggregate.load_runs(known)[0]
     groups, _ = aggregate.build_cells([run], with_ts=False)

@@ -177,9 +177,9 @@ def test_wrappers_compile_with_pdflatex(report, tmp_path):
 
 
 def test_order_sections_and_caption_are_configurable(report):
-    from bench.report import aggregate
-    from bench.report import latex
-    from bench.report.tables import build_table
+    from bench.report.numbers import aggregate
+    from bench.report.render import latex
+    from bench.report.render.tables import build_table
 
     runs = aggregate.load_runs(report[0])
     groups, _ = aggregate.build_cells(runs, with_ts=False)
@@ -193,9 +193,9 @@ def test_order_sections_and_caption_are_configurable(report):
 
 
 def test_a_backbone_without_runs_shows_dashes_and_a_footnote(report):
-    from bench.report import aggregate
-    from bench.report import latex
-    from bench.report.tables import build_table
+    from bench.report.numbers import aggregate
+    from bench.report.render import latex
+    from bench.report.render.tables import build_table
 
     runs = [r for r in aggregate.load_runs(report[0])
             if (r.backbone, r.method) != ("convnext_tiny", "4hml")]

@@ -14,7 +14,7 @@ from bench.cli.main import build_parser, main
 from bench.cli.report import options_of
 from bench.core.errors import BenchError
 from bench.report import Report, ReportOptions, build
-from bench.report.aggregate import CellData, cell_stats
+from bench.report.numbers.aggregate import CellData, cell_stats
 
 FLAGS = dict(no_plots=True, no_ts=True, significance=True, cost=True)
 

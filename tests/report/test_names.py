@@ -13,7 +13,7 @@ from bench.cli import data as cli_data
 from bench.cli.main import main
 from bench.core import store
 from bench.methods import METHODS, Method
-from bench.report.tables import method_name, ordered_methods
+from bench.report.render.tables import method_name, ordered_methods
 
 
 class _Penalty(Method):

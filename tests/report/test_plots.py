@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from report_records import N_TEST, write_known
 
-from bench.report import aggregate
-from bench.report import plots
+from bench.report.numbers import aggregate
+from bench.report.plotting import plots
 from bench.cli.main import main
-from bench.report.figures import reliability_panels
+from bench.report.plotting.figures import reliability_panels
 
 
 def test_reliability_data_hand_example():

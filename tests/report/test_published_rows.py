@@ -34,7 +34,7 @@ def report(root, out, *extra):
 
 def paper_protocol(method: str) -> dict:
     """config.json fields of a Chaoyang run trained as the published ones
-    (bench.report.comparable checks them): the paper profile, 224 px (LS:
+    (bench.report.paper.comparable checks them): the paper profile, 224 px (LS:
     trained at 150, docs/fidelity.md), the published split sizes."""
     size = 150 if method == "ls" else 224
     train = {**hashed(PROFILES["paper"]), "augment_size": size, "image_size": size,

@@ -3,7 +3,7 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from bench.report.ranks import mean_ranks, ordinal_ranks, rank_marks
+from bench.report.numbers.ranks import mean_ranks, ordinal_ranks, rank_marks
 
 RANK_METRICS = (("acc", True), ("ece", False), ("nll", False))  # the paper's Rank
 

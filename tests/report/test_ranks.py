@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from bench.report.ranks import mean_ranks, ordinal_ranks, rank_marks
+from bench.report.numbers.ranks import mean_ranks, ordinal_ranks, rank_marks
 
 # Table 1 (Chaoyang), rows SL1H, LS, MbLS, MixUp, DCA, D-Ens, 2HSL, 2HML, 4HML.
 CHAOYANG = {

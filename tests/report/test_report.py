@@ -12,8 +12,8 @@ import pytest
 from report_records import KNOWN, write_failures, write_known
 from scipy import stats as sps
 
-from bench.report import aggregate, configs
-from bench.report import stats
+from bench.report.numbers import aggregate, configs
+from bench.report.numbers import stats
 from bench.cli.main import main
 from bench.core.errors import BenchError
 

@@ -18,10 +18,10 @@ from bench.cli.main import main
 from bench.calib import variants as V
 from bench.core.record import Record
 from bench.report import ReportOptions, build
-from bench.report import shift as S
-from bench.report import shifttables
-from bench.report.aggregate import load_runs
-from bench.report.cells import Cache
+from bench.report.evals import shift as S
+from bench.report.evals import shifttables
+from bench.report.numbers.aggregate import load_runs
+from bench.report.numbers.cells import Cache
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +195,7 @@ def test_box_plots_one_box_per_row_and_severity(results, tmp_path):
     assert set(data["boxes"]) == {(r, s) for r in data["rows"] for s in SEVERITIES}
     assert len(data["boxes"][("SL1H", 1)]) == len(CORRUPTIONS) * len(SEEDS)
     assert len(data["boxes"][("D-Ens", 1)]) == len(CORRUPTIONS)
-    from bench.report.shiftplots import box_figure
+    from bench.report.plotting.shiftplots import box_figure
 
     fig = box_figure(data, "t")
     assert len(fig.axes[0].patches) == len(data["rows"]) * len(SEVERITIES)
@@ -239,7 +239,7 @@ def test_the_stored_blocks_read_as_the_corruption_by_severity_grid():
     """bench.train.evaluate stores a shift set as blocks (clean, then each
     corruption x severity); the report arranges them as [C, S, N, M, K], the
     clean block standing as severity 0 of every corruption."""
-    from bench.report.shift import grid
+    from bench.report.evals.shift import grid
 
     want = shift_arrays("2hml", 1)
     got = grid(blocks(want))

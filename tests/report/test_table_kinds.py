@@ -1,4 +1,4 @@
-"""Each table kind is declared once (bench.report.kinds) and read there: no
+"""Each table kind is declared once (bench.report.render.kinds) and read there: no
 report module compares a kind's name, and what the pipeline computes and
 shows follows the declarations."""
 import ast
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bench.calib import variants as V
-from bench.report import kinds
+from bench.report.render import kinds
 from bench.report.options import KINDS, ReportOptions
 
 REPORT = Path(__file__).resolve().parents[2] / "bench" / "report"
@@ -31,7 +31,9 @@ def kind_comparisons(source: str) -> list[int]:
 
 
 def test_no_report_module_compares_a_kind_name():
-    sites = {p.name: lines for p in sorted(REPORT.glob("*.py")) if p.name != "kinds.py"
+    files = sorted(REPORT.rglob("*.py"))  # the sub-packages too
+    assert REPORT / "render" / "kinds.py" in files and len(files) > 40
+    sites = {str(p.relative_to(REPORT)): lines for p in files if p.name != "kinds.py"
              and (lines := kind_comparisons(p.read_text()))}
     assert sites == {}, "read the table's TableKind (table.spec) instead"
 

@@ -1,15 +1,16 @@
 """`--compare paper` rendered: Markdown and LaTeX tables, the ours-against-published figure.
 
-Text from bench.report.compare's rows; `figure` and `write` are the only functions that write files.
+Text from bench.report.paper.compare's rows; `figure` and `write` are the only functions that
+write files.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from bench.core.files import write_text
-from bench.report.compare import Z_FLAG, show
-from bench.report.published import METRICS
-from bench.report.tables import backbone_name, dataset_name
+from bench.report.paper.compare import Z_FLAG, show
+from bench.report.paper.published import METRICS
+from bench.report.render.tables import backbone_name, dataset_name
 
 HEAD = ("Dataset", "Backbone", "Method", "Metric", "Ours", "n", "Published", "Diff", "z",
         "Within noise", "Note")
@@ -106,7 +107,7 @@ def figure(rows: list[dict], stem: Path) -> list[Path]:
     """Ours against published, one panel per metric, identity line, error
     bars where a std is known, values outside noise circled in red; files
     stem.png and stem.pdf."""
-    from bench.report import plots  # matplotlib only when a figure is drawn
+    from bench.report.plotting import plots  # matplotlib only when a figure is drawn
 
     fig, axes = plots.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 4.0))
     for ax, metric in zip(axes, METRICS):
@@ -141,7 +142,7 @@ CLAIM_COLUMNS = ("dataset", "backbone", "claim", "text", "held", "numbers", "pap
 
 def write(comparison: dict, out: Path, figures: bool = True) -> tuple[list[Path], str]:
     """OUT/compare/paper.{md,tex,csv}, claims.csv and (figures) the scatter of
-    a comparison {"rows", "claims", "notes"} (bench.report.compare's compare
+    a comparison {"rows", "claims", "notes"} (bench.report.paper.compare's compare
     and claims); returns the files and a one-line summary."""
     import csv
     import io

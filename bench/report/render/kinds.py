@@ -9,7 +9,7 @@ or 95% intervals with --ci: the supplementary's sideways tables) and `ts`
 (each method followed by its temperature-scaled row, ranks over all rows
 shown); with `--variants` a fourth, `posthoc` (each method's un-scaled row
 followed by one row per post-hoc calibrator, ranked as the TS table); with
-`--shift`, `shift` (bench.report.shifttables builds it, one per backbone).
+`--shift`, `shift` (bench.report.evals.shifttables builds it, one per backbone).
 """
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ POSTHOC = TableKind(
     variants=lambda with_ts, variants: (V.TS_BASE, *(V.get(v) for v in variants)),
     shown=lambda with_ts, variants: bool(variants),
     calibrated=True, calibrators=True, cells_csv=True)
-# --shift: its caption and title are bench.report.shifttables' (one per backbone)
+# --shift: its caption and title are bench.report.evals.shifttables' (one per backbone)
 SHIFT = TableKind(
     "shift", "", "",
     variants=lambda with_ts, variants: (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from bench.core.errors import BenchError
 from bench.calib import variants as V
-from bench.report import stats
-from bench.report.tables import REFERENCE
+from bench.report.numbers import stats
+from bench.report.render.tables import REFERENCE
 
 COLUMNS = ("dataset", "backbone", "row", "metric", "test", "n", "statistic", "p", "significant")
 

@@ -12,8 +12,8 @@ Only booktabs, rotating (sideways tables), amssymb and graphicx.
 from __future__ import annotations
 
 from bench.calib import measures as M
-from bench.report.footnotes import table_notes
-from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts,
+from bench.report.render.footnotes import table_notes
+from bench.report.render.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,
                                  rank_note)
 

@@ -7,16 +7,16 @@ published mean; no std, no seeds to pair). A table never mixes copied and
 re-run rows of one method: a method with records of its own in that
 dataset's table keeps its own rows and its published rows are left out.
 Ranks are computed over every row shown, copied ones included (the tables'
-footnote says so). The numbers come from bench.report.published.
+footnote says so). The numbers come from bench.report.paper.published.
 """
 from __future__ import annotations
 
 from bench.core.errors import BenchError
 from bench.core.paper import COPIED_SUFFIX
 from bench.calib import variants as V
-from bench.report import published
-from bench.report.cells import CellData
-from bench.report.tables import paper_metrics
+from bench.report.paper import published
+from bench.report.numbers.cells import CellData
+from bench.report.render.tables import paper_metrics
 
 # per dataset: the published table of its means, and of its +TS rows
 SOURCES = {"chaoyang": ("chaoyang", "chaoyang_ts"), "kvasir": ("kvasir", "kvasir_ts"),

@@ -13,7 +13,7 @@ maps each test sample on its own once fitted (the tests check stacked =
 one slice at a time), so stacking changes no number.
 
 Entries are cached with the report's other values (OUT/cache/measures.json,
-bench.report.cells.Cache) under `shift:<variant>:<paths>`, keyed by the
+bench.report.numbers.cells.Cache) under `shift:<variant>:<paths>`, keyed by the
 records' predictions digests, their shift sets' recorded sha256 and the
 variant's version; each measure's values carry its version, and only the
 measures asked for are computed.
@@ -31,11 +31,11 @@ from bench.calib import measures as M
 from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.paper import DENS, ENSEMBLE_OF
-from bench.report.cells import Cache, CellData
-from bench.report.evalsets import SHIFT, usable
+from bench.report.numbers.cells import Cache, CellData
+from bench.report.evals.evalsets import SHIFT, usable
 
 VERSION = 1  # of a shift entry's layout; bump and every shift entry is recomputed
-MIN_MEMBERS = 2  # as bench.report.aggregate: one seed is no ensemble
+MIN_MEMBERS = 2  # as bench.report.numbers.aggregate: one seed is no ensemble
 LONG_COLUMNS = ["dataset", "backbone", "method", "variant", "seed", "corruption", "severity",
                 "measure", "value"]
 

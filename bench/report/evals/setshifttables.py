@@ -6,7 +6,7 @@ calibrated rows, D-Ens), per score a block of coverage at each severity
 (0 = clean, then 1..5; mean over corruptions, then over seeds), and Δ: the
 coverage at the worst severity minus the target 1 - alpha, i.e. by how much
 the guarantee breaks. Site: per site set the in-distribution table's layout
-(bench.report.setstables), the site's images as the test split.
+(bench.report.evals.setstables), the site's images as the test split.
 """
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from tabulate import tabulate
 
 from bench.calib import conformal as CF
 from bench.core.files import write_text
-from bench.report import latex, setstables
-from bench.report.aggregate import write_frame
-from bench.report.setshift import SITE_PREFIX, ShiftSets, stats_frame
-from bench.report.shift import SHIFT
-from bench.report.tables import backbone_name, dataset_name
+from bench.report.render import latex
+from bench.report.evals import setstables
+from bench.report.numbers.aggregate import write_frame
+from bench.report.evals.setshift import SITE_PREFIX, ShiftSets, stats_frame
+from bench.report.evals.shift import SHIFT
+from bench.report.render.tables import backbone_name, dataset_name
 
 DASH = "–"
 

@@ -12,7 +12,7 @@ import dataclasses
 from collections import defaultdict
 
 from bench.core.errors import BenchError
-from bench.report import frame
+from bench.report.numbers import frame
 
 
 CONFIG_RULES = {

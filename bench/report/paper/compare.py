@@ -21,9 +21,9 @@ from typing import Callable, Iterable
 
 from bench.core.paper import BACKBONE_ALIASES, DENS, TABLE_METHODS, TS_METHODS
 from bench.calib import variants as V
-from bench.report import published as pub
-from bench.report.ranks import mean_ranks, rank_marks
-from bench.report.tables import method_name
+from bench.report.paper import published as pub
+from bench.report.numbers.ranks import mean_ranks, rank_marks
+from bench.report.render.tables import method_name
 
 Z_FLAG = 2.0
 ACC_TOLERANCE = 1.0  # "comparable ACC": at most this many points (x100) below SL1H
@@ -41,7 +41,7 @@ def as_rows(data) -> list[dict]:
 
 
 def rows_from_groups(groups: dict) -> list[dict]:
-    """bench.report.aggregate groups (fractions) -> input rows (x100)."""
+    """bench.report.numbers.aggregate groups (fractions) -> input rows (x100)."""
     out = []
     for (ds, bb, _), g in sorted(groups.items()):
         # D-Ens (and every row but the TS table's) is a main-table row

@@ -29,11 +29,11 @@ from bench.calib import ood as O
 from bench.core.errors import BenchError
 from bench.core.files import write_text
 from bench.core.paper import DENS, ENSEMBLE_OF
-from bench.report import latex
-from bench.report.aggregate import write_frame
-from bench.report.cells import Cache
-from bench.report.evalsets import OOD_PREFIX, usable
-from bench.report.tables import backbone_name, dataset_name, method_name, ordered_methods
+from bench.report.render import latex
+from bench.report.numbers.aggregate import write_frame
+from bench.report.numbers.cells import Cache
+from bench.report.evals.evalsets import OOD_PREFIX, usable
+from bench.report.render.tables import backbone_name, dataset_name, method_name, ordered_methods
 
 VERSION = 1  # of bench.calib.ood's scores and metrics as cached here; bump when they change
 SHOWN = ("auroc", "fpr95")  # the table's columns per score (the CSV holds every metric)

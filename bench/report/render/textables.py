@@ -9,8 +9,8 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from bench.calib import measures as M
-from bench.report.footnotes import table_notes
-from bench.report.tables import (COST_HEADS, Table, backbone_name, block_texts, ci_note,
+from bench.report.render.footnotes import table_notes
+from bench.report.render.tables import (COST_HEADS, Table, backbone_name, block_texts, ci_note,
                                  columns, copied_note, method_name, rank_note)
 
 DITTO = '"'

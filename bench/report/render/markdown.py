@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bench.report import textables
-from bench.report.tables import dataset_name, missing_notes
+from bench.report.render import textables
+from bench.report.render.tables import dataset_name, missing_notes
 
 def title(table) -> str:
     """What the table's cells hold (intervals in the std table with --ci)."""

@@ -2,7 +2,7 @@
 with the derived rows under their method: `<method>+ts` (temperature scaling,
 mean fitted T) and, under sl1h, `dens` (deep ensemble of its seeds: one
 number, no std, as the paper). Its numbers come from the same aggregation as
-`bench report` (bench.report.aggregate.build_cells)."""
+`bench report` (bench.report.numbers.aggregate.build_cells)."""
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -15,10 +15,10 @@ from bench.calib import measures as M
 from bench.core import store
 from bench.calib import variants as V
 from bench.core.record import records as read_records
-from bench.report import aggregate
-from bench.report.cells import CellData, Run
-from bench.report.names import recorded_names
-from bench.report.tables import backbone_name, method_name
+from bench.report.numbers import aggregate
+from bench.report.numbers.cells import CellData, Run
+from bench.report.numbers.names import recorded_names
+from bench.report.render.tables import backbone_name, method_name
 # Which cells the summary shows under each method, in this order.
 SHOWN = (V.PLAIN, V.TS, V.DENS)
 

@@ -2,12 +2,12 @@
 (the TS and post-hoc tables, issue 39): what their un-scaled rows average,
 what each calibrator fits and on what, how a zero probability enters NLL,
 and which records a calibrated row leaves out or was fitted too thinly on.
-Plain text; bench.report.latex and bench.report.textables print them last.
+Plain text; bench.report.render.latex and bench.report.render.textables print them last.
 """
 from __future__ import annotations
 
 from bench.calib import variants as V
-from bench.report.tables import Table
+from bench.report.render.tables import Table
 
 
 def validation_note(labels: list[str]) -> str:
@@ -20,7 +20,7 @@ def validation_note(labels: list[str]) -> str:
 
 def thin_note(lines: list[str]) -> str:
     """The footnote of calibrated rows fitted on a validation split too small
-    for them (bench.report.aggregate.thin_validation's lines)."""
+    for them (bench.report.numbers.aggregate.thin_validation's lines)."""
     return ("Fitted on a validation split too small for the calibrator (fewer samples than "
             "the numbers it fits, or a class without a sample; its rows are shown as "
             "computed): " + "; ".join(lines))

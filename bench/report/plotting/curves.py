@@ -36,13 +36,13 @@ def mean_curves(frame: pd.DataFrame, x: str, columns: list[str]) -> pd.DataFrame
 def curves_figure(epochs: pd.DataFrame, cycles: pd.DataFrame, title: str, names=str,
                   sections=None):
     """One dataset x backbone: train loss per epoch, then each VAL_PANELS per
-    cycle; one line per method in table order (bench.report.tables.
+    cycle; one line per method in table order (bench.report.render.tables.
     ordered_methods with the report's `sections`), so the legend reads as the
     tables do; epochs and cycles are whole numbers, and so are the ticks."""
     from matplotlib.ticker import MaxNLocator
 
-    from bench.report.plots import subplots  # matplotlib: only when a figure is drawn
-    from bench.report.tables import ordered_methods
+    from bench.report.plotting.plots import subplots  # matplotlib: only when a figure is drawn
+    from bench.report.render.tables import ordered_methods
 
     present = set(epochs["method"]) | set(cycles["method"])
     order = [m for sec in ordered_methods(present, sections) for m in sec if m in present]
@@ -68,7 +68,7 @@ def write_curves(runs, folder: Path, names=str, title=lambda ds, bb: f"{ds} / {b
                  sections=None) -> list[Path]:
     """curves_<dataset>_<backbone>.png/.pdf for each cell with any history;
     `sections`: the report's row order (--order), for the legend."""
-    from bench.report import plots
+    from bench.report.plotting import plots
 
     epochs, cycles = history_frames(runs)
     if epochs.empty or cycles.empty:

@@ -3,7 +3,7 @@ LaTeX braces pair up. A caption keeps its braces as written (LaTeX markup is
 allowed), so an unpaired one would reach the .tex file and stop pdflatex
 ("File ended while scanning use of \\@xdblarg") after the report was written.
 
-The braces are counted as the renderer (bench.report.latex.fill_caption)
+The braces are counted as the renderer (bench.report.render.latex.fill_caption)
 will print them: a caption that is a Python format string ({dataset}, {n},
 doubled {{ }}) is read as one, any other keeps every brace. A backslash
 escapes the next character, so \\{ and \\} are literal braces and \\\\ a line

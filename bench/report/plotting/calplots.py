@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bench.calib.calibration_measures import BIN_COUNTS
-from bench.report.plots import figure_grid, finish_grid, subplots
+from bench.report.plotting.plots import figure_grid, finish_grid, subplots
 
 # The smoothed curve is drawn only where samples lie: at a confidence x whose
 # window [x - WINDOW, x + WINDOW] holds at least MIN_SHARE of the samples.

@@ -1,7 +1,7 @@
 """The report tables as data: rows, per-backbone cells, ranks and marks.
 
-Pure: groups in, a Table out. bench.report.latex and bench.report.textables render it.
-Its kind (main, std, ts, posthoc, shift) is a TableKind of bench.report.kinds,
+Pure: groups in, a Table out. bench.report.render.latex and bench.report.render.textables render it.
+Its kind (main, std, ts, posthoc, shift) is a TableKind of bench.report.render.kinds,
 declared there once. A table carries everything its caption and footnotes
 say, so they describe the rows it shows and nothing else.
 """
@@ -13,9 +13,9 @@ from bench.core import paper
 from bench.core.paper import COPIED_SUFFIX
 from bench.calib import variants as V
 from bench.calib import measures as M
-from bench.report import kinds
-from bench.report.kinds import TableKind
-from bench.report.ranks import mean_ranks, rank_marks
+from bench.report.render import kinds
+from bench.report.render.kinds import TableKind
+from bench.report.numbers.ranks import mean_ranks, rank_marks
 
 REFERENCE = "sl1h"  # what the significance tests compare against (--significance-ref)
 COST_HEADS = ("Params (M)", "Train (s)", "Train (img/s)", "Infer (ms)")
@@ -98,7 +98,7 @@ def method_name(key: str, labels: dict | None = None) -> str:
 
 
 def backbone_name(key: str, labels: dict | None = None) -> str:
-    """--label or the recorded display name (bench.report.names), else the
+    """--label or the recorded display name (bench.report.numbers.names), else the
     built-in spelling (the paper's for its backbones), else the key."""
     return ((labels or {}).get(key) or paper.BACKBONE_NAMES.get(key)
             or paper.OTHER_BACKBONE_NAMES.get(key, key))
@@ -140,7 +140,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Table:
-    spec: TableKind  # its kind: rows, caption, title, footnotes (bench.report.kinds)
+    spec: TableKind  # its kind: rows, caption, title, footnotes (bench.report.render.kinds)
     dataset: str
     backbones: tuple
     rows: tuple
@@ -157,7 +157,7 @@ class Table:
     gap: bool = True  # the Gap column (--no-gap drops it)
     reference: str = REFERENCE  # what the significance marks compare against
     # how its re-run rows differ from the protocol of its copied rows
-    # (--published-rows-anyway, bench.report.comparable): said in the footnote
+    # (--published-rows-anyway, bench.report.paper.comparable): said in the footnote
     unlike: tuple = ()
 
     @property

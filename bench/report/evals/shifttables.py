@@ -1,12 +1,12 @@
 """The shift report's tables, box-plot data and files (`bench report --shift`).
 
-A shift table is a bench.report.tables.Table per dataset x backbone whose
+A shift table is a bench.report.render.tables.Table per dataset x backbone whose
 column blocks are the severities (0 = clean, 1..5) instead of backbones:
 each block ACC / ECE / Gap / NLL (or the --metrics columns) and Rank, ranked
-within the block by bench.report.tables.block_cells as every other table;
+within the block by bench.report.render.tables.block_cells as every other table;
 rows are each method's trained row, then its calibrated rows (+TS and the
 --variants calibrators, fitted in-distribution), and D-Ens. The LaTeX and
-Markdown renderers are the other tables' (bench.report.latex, textables).
+Markdown renderers are the other tables' (bench.report.render.latex, textables).
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ import pandas as pd
 
 from bench.core.files import write_text
 from bench.core.paper import DENS
-from bench.report import kinds, latex, textables
-from bench.report.aggregate import write_frame
-from bench.report.shift import ShiftData, long_frame, severity_cells, severity_key
-from bench.report.tables import (Row, Table, backbone_name, block_cells, dataset_name,
+from bench.report.render import kinds, latex, textables
+from bench.report.numbers.aggregate import write_frame
+from bench.report.evals.shift import ShiftData, long_frame, severity_cells, severity_key
+from bench.report.render.tables import (Row, Table, backbone_name, block_cells, dataset_name,
                                  method_name, missing_notes, ordered_methods)
 
 # a format string for latex.fill_caption ({dataset}, {n}; LaTeX braces doubled);
@@ -177,8 +177,8 @@ def write(rep: ShiftReport, out: Path, plots: bool = True) -> tuple[list[Path], 
     written.append(write_frame(out / "shift" / "shift_long.csv", rep.frame))
     written.append(write_frame(out / "shift" / "shift_cells.csv", cells_frame(rep)))
     if plots:
-        from bench.report import plots as P
-        from bench.report.shiftplots import box_figure
+        from bench.report.plotting import plots as P
+        from bench.report.plotting.shiftplots import box_figure
 
         for bb, t in rep.tables:
             title = (f"{dataset_name(t.dataset, t.names)} / {backbone_name(bb, t.names)}: "

@@ -1,8 +1,8 @@
 """Run records -> the runs a report shows -> its cells, and the CSVs.
 
-One Run per finished record (bench.report.cells.Run: the record and the
+One Run per finished record (bench.report.numbers.cells.Run: the record and the
 row's method key), one cell per (dataset, backbone, row) computed by
-bench.report.cells (every number is measure(variant(records))): each
+bench.report.numbers.cells (every number is measure(variant(records))): each
 method's seeds as trained (plain), the deep ensemble of the sl1h seeds
 (dens), the temperature-scaled rows (ts, and ts-base, the TS table's
 un-scaled row) and any post-hoc calibrator asked for (`--variants`).
@@ -22,8 +22,9 @@ from bench.core.errors import BenchError
 from bench.core.outcomes import Failure
 from bench.core.paper import DENS, ENSEMBLE_OF
 from bench.core.record import COSTS, failure_reports
-from bench.report import frame, kinds
-from bench.report.cells import Cache, CellData, Run, make_cell, run_rows
+from bench.report.numbers import frame
+from bench.report.render import kinds
+from bench.report.numbers.cells import Cache, CellData, Run, make_cell, run_rows
 
 MIN_MEMBERS = 2  # one seed is no ensemble
 
@@ -181,7 +182,7 @@ RUN_KEYS = ["dataset", "backbone", "method", "config_hash", "seed", "heads"]
 def runs_frame(runs: list[Run], cache: Cache | None = None) -> pd.DataFrame:
     """runs.csv: one row per run: the stored measures, the costs, the path,
     then the other measures and the bootstrap bounds (with the resample count
-    and seed that made them), all of its plain predictions (bench.report.cells)."""
+    and seed that made them), all of its plain predictions (bench.report.numbers.cells)."""
     rows = run_rows(runs, cache or Cache())
     stored, more = M.stored(), [m for m in M.names() if m not in M.stored()]
     boot = [f"{m}_boot_{s}" for m in M.bootstrapped() for s in ("lo", "hi")]

@@ -122,7 +122,7 @@ def block_differences(runs, blocks, labels=None) -> dict[tuple, list[str]]:
     """(dataset, backbone) -> one text per group of the block's re-run
     configs that differ alike: '(SL1H, LS): epochs ...; from scratch ...';
     blocks and rows in the tables' order."""
-    from bench.report.tables import method_name, order_backbones, ordered_methods
+    from bench.report.render.tables import method_name, order_backbones, ordered_methods
 
     out: dict[tuple, list[str]] = {}
     for ds in sorted({ds for ds, _ in blocks}):
@@ -146,7 +146,7 @@ def block_differences(runs, blocks, labels=None) -> dict[tuple, list[str]]:
 def refusal(found: dict, labels=None) -> BenchError:
     """The one-line error naming every difference and the flag that places
     the copied rows anyway."""
-    from bench.report.tables import backbone_name, dataset_name
+    from bench.report.render.tables import backbone_name, dataset_name
 
     blocks = " | ".join(f"{dataset_name(ds, labels)} / {backbone_name(bb, labels)} {t}"
                         for (ds, bb), texts in found.items() for t in texts)

@@ -33,10 +33,10 @@ from bench.calib import measures as M
 from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.paper import DENS, ENSEMBLE_OF
-from bench.report.cells import Cache
+from bench.report.numbers.cells import Cache
 
 VERSION = 1  # of a sets entry's layout; bump and every sets entry is recomputed
-MIN_MEMBERS = 2  # as bench.report.aggregate: one seed is no ensemble
+MIN_MEMBERS = 2  # as bench.report.numbers.aggregate: one seed is no ensemble
 LONG_COLUMNS = ["dataset", "backbone", "method", "variant", "seed", "score", "alpha", "measure",
                 "value"]
 
@@ -89,7 +89,7 @@ class SetsData:
     rows: list = field(default_factory=list)  # LONG_COLUMNS tuples
     notes: list = field(default_factory=list)
     n_test: dict = field(default_factory=dict)  # dataset -> test split size (the table's mark)
-    # the records' shift and site sets (bench.report.setshift.ShiftSets), where any has one
+    # the records' shift and site sets (bench.report.evals.setshift.ShiftSets), where any has one
     shifted: object = None
 
     @property

@@ -2,7 +2,7 @@
 records' evaluation sets (bench.core.evalfiles) with labels, the corrupted
 test split of `--eval shift` and the other sites of `--eval site:SOURCE`.
 
-The sets are calibrated exactly as in-distribution (bench.report.sets: the
+The sets are calibrated exactly as in-distribution (bench.report.evals.sets: the
 row's variant on the validation split, threshold from its true-class
 scores) and applied to the shifted images. Exchangeability is gone there,
 so nothing holds the coverage at 1 - alpha: the tables show how far below
@@ -10,7 +10,7 @@ it each method falls, per severity (mean over corruptions) and per site.
 
 Entries are cached with the report's other values under
 `sets-<set>:<alpha>:<variant>:<paths>`, keyed by the records' digests, their
-sets' recorded sha256 and the versions of bench.report.sets.
+sets' recorded sha256 and the versions of bench.report.evals.sets.
 """
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from bench.calib import measures as M
 from bench.calib import variants as V
 from bench.core.errors import BenchError
 from bench.core.paper import DENS, ENSEMBLE_OF
-from bench.report import shift as S
-from bench.report.cells import Cache
-from bench.report.sets import MIN_MEMBERS, VERSION, versions, on_validation, row_key
+from bench.report.evals import shift as S
+from bench.report.numbers.cells import Cache
+from bench.report.evals.sets import MIN_MEMBERS, VERSION, versions, on_validation, row_key
 
 SITE_PREFIX = "site-"
 LONG_COLUMNS = ["dataset", "backbone", "method", "variant", "seed", "eval_set", "corruption",
@@ -35,7 +35,7 @@ LONG_COLUMNS = ["dataset", "backbone", "method", "variant", "seed", "eval_set", 
 
 
 def calibration(variant: V.Variant, preds) -> tuple[np.ndarray, np.ndarray]:
-    """The variant's validation probabilities and labels (bench.report.sets)."""
+    """The variant's validation probabilities and labels (bench.report.evals.sets)."""
     cal = [on_validation(p) for p in preds] if variant.ensemble else on_validation(preds)
     probs, labels, _ = variant.apply(cal)
     return probs, labels

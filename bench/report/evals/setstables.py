@@ -21,11 +21,11 @@ from bench.calib import conformal as CF
 from bench.calib import measures as M
 from bench.core.files import write_text
 from bench.core.paper import DENS
-from bench.report import latex
-from bench.report.aggregate import write_frame
-from bench.report.sets import SetsData, stats_frame
-from bench.report.shifttables import shift_rows
-from bench.report.tables import backbone_name, dataset_name
+from bench.report.render import latex
+from bench.report.numbers.aggregate import write_frame
+from bench.report.evals.sets import SetsData, stats_frame
+from bench.report.evals.shifttables import shift_rows
+from bench.report.render.tables import backbone_name, dataset_name
 
 DASH = "–"
 LOW = "▾"  # coverage below its target by more than the binomial margin (Markdown)
@@ -37,7 +37,7 @@ def blocks(stats: pd.DataFrame) -> list[tuple]:
 
 
 def table_rows(data: SetsData, stats: pd.DataFrame, block, sections=None, labels=None):
-    """The rows (bench.report.tables.Row) of one block that have values."""
+    """The rows (bench.report.render.tables.Row) of one block that have values."""
     ds, bb = block
     sub = stats[(stats["dataset"] == ds) & (stats["backbone"] == bb)]
     present = {DENS if v == "dens" else m for m, v in zip(sub["method"], sub["variant"])}
@@ -135,7 +135,7 @@ def fragment(data, stats, block, sections=None, labels=None, where: str = "",
 
 def figure(data, stats, block, sections=None, labels=None):
     """Coverage (with its target) and mean set size per row, one bar per score."""
-    from bench.report.plots import subplots
+    from bench.report.plotting.plots import subplots
 
     ds, bb = block
     sub = stats[(stats["dataset"] == ds) & (stats["backbone"] == bb)]
@@ -192,7 +192,7 @@ def write(data: SetsData, out: Path, sections=None, labels=None,
         secs.append((f"{dataset_name(ds, labels)} / {backbone_name(bb, labels)}: conformal "
                      f"prediction sets (alpha = {data.alpha:g})", md))
         if plots:
-            from bench.report.plots import save
+            from bench.report.plotting.plots import save
 
             written += save(figure(data, stats, block, sections, labels),
                             out / "figures" / stem)

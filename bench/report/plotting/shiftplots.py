@@ -3,19 +3,19 @@ per dataset x backbone, the severities along x, and at each severity one box
 per table row (method, calibrated row, D-Ens) spanning the values of every
 corruption (and seed) at that severity (Ovadia et al. 2019, Fig. 2).
 
-The figure is a Figure of its own (bench.report.plots), never pyplot's.
+The figure is a Figure of its own (bench.report.plotting.plots), never pyplot's.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from bench.report.plots import subplots
+from bench.report.plotting.plots import subplots
 
 WIDTH = 0.8  # of the group of boxes at one severity, in severity units
 
 
 def box_figure(data: dict, title: str, measure: str = "ECE"):
-    """The box plot of bench.report.shifttables.box_data: one box per
+    """The box plot of bench.report.evals.shifttables.box_data: one box per
     (row, severity) that has values, coloured by row, with a legend."""
     rows, severities = data["rows"], data["severities"]
     fig, ax = subplots(1, 1, figsize=(max(6.0, 0.35 * len(severities) * max(1, len(rows))),

@@ -5,7 +5,7 @@
 output), generated from the paper's LaTeX source by this module's
 `transcribe` (numbers are parsed, never typed):
 
-    python -m bench.report.published PAPER.tex NOTEBOOK.csv > bench/report/paper/published.csv
+    python -m bench.report.paper.published PAPER.tex NOTEBOOK.csv > bench/report/paper/published.csv
 
 `reference()` turns it into the one number per (dataset, backbone, method,
 variant, metric) that `bench report --compare paper` compares with, taking
@@ -153,7 +153,7 @@ def to_csv(rows: list[dict]) -> str:
 
 @lru_cache(maxsize=1)
 def _shipped_text() -> str:
-    return resources.files("bench.report").joinpath("paper/published.csv").read_text()
+    return resources.files("bench.report.paper").joinpath("published.csv").read_text()
 
 
 def rows() -> list[dict]:
@@ -205,8 +205,8 @@ def reference() -> list[dict]:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
-        print("usage: python -m bench.report.published PAPER.tex NOTEBOOK.csv > published.csv",
-              file=sys.stderr)
+        print("usage: python -m bench.report.paper.published PAPER.tex NOTEBOOK.csv "
+              "> published.csv", file=sys.stderr)
         return 2
     with open(argv[0]) as tex, open(argv[1]) as nb:
         sys.stdout.write(to_csv(transcribe(tex.read(), nb.read())))

@@ -1,0 +1,1 @@
+"""The paper's published numbers (published.csv), --compare paper, --published-rows."""

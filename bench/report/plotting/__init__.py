@@ -1,0 +1,1 @@
+"""The figures (matplotlib, when drawn): reliability, CD diagrams, curves, shift plots."""

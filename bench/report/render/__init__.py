@@ -1,0 +1,1 @@
+"""The tables: kinds, tables as data, and their text (terminal, Markdown, LaTeX), notes."""
