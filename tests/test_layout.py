@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import sys
 import warnings
 from pathlib import Path
 
@@ -89,7 +88,7 @@ def test_every_module_imports_and_says_what_it_is_for(name):
     if name.endswith(".__main__"):  # importing an entry point runs it: compile only
         compile(MODULES[name].read_text(), str(MODULES[name]), "exec")
     else:
-        with warnings.catch_warnings():  # an old path (bench.core.moved) warns: tested below
+        with warnings.catch_warnings():  # an old path warns: tests/test_old_paths.py
             warnings.simplefilter("ignore", DeprecationWarning)
             importlib.import_module(name)
     doc = ast.get_docstring(ast.parse(MODULES[name].read_text()))
@@ -166,24 +165,8 @@ def test_the_rule_names_only_packages_and_nothing_imports_cli():
     assert ALLOWED["calib"] == {"core"}  # the calibration maths: arrays in, numbers out
 
 
-def test_nothing_imports_a_moved_module_by_its_old_path():
-    # bench.core.moved keeps the old paths working for plugins; the project
-    # itself imports the new ones, so dropping the aliases breaks nothing here
-    from bench.core.moved import MOVED
-
-    old = {f"{a} imports {b}" for a, deps in GRAPH.items() for b in deps if b in MOVED}
-    assert old == set()
-
-
-@pytest.mark.parametrize("old", ["bench.core.metrics", "bench.core.ood"])
-def test_an_old_path_still_works_and_warns(old, monkeypatch):
-    from bench.core.moved import MOVED
-
-    monkeypatch.delitem(sys.modules, old, raising=False)
-    with pytest.warns(DeprecationWarning, match=f"{old} moved to {MOVED[old]}"):
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(MOVED[old])
-    assert sys.modules[old] is module
+# The old module paths (bench.core.moved, bench.report.moved), kept for
+# outside users, and the check that nothing here uses one: tests/test_old_paths.py
 
 
 def test_the_rule_is_read_from_the_readme_table():
@@ -212,6 +195,8 @@ def test_the_walk_finds_the_project():
     # the plugin packages and the plugin API are under the rule too
     assert {"bench.plugins", "bench.core.plugins", "bench.datasets.digits",
             "bench.methods.base"} <= set(MODULES)
+    # a sub-package is in its package's layer: report's rule holds for report/numbers/...
+    assert layer("bench.report.numbers.cells") == "report" and "bench.report.numbers.cells" in GRAPH
 
 
 # ------------------------------------------------ the record path's one home --

@@ -12,12 +12,16 @@
 The report as a library: `build(results_dir, ReportOptions(...)) -> Report`
 (bench.report.pipeline), then
 `Report.write(out_dir)` (bench.report.document); `bench report` is that and a
-print (bench.report.output).
+print (bench.report.output). The old flat paths (bench.report.<module>)
+still import, warning: bench.report.moved.
 
 What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """
+from bench.report import moved as _moved
 from bench.report.pipeline import build
 from bench.report.document import Report
 from bench.report.options import ReportOptions
 
 __all__ = ["build", "Report", "ReportOptions"]
+
+__getattr__ = _moved.install()

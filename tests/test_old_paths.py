@@ -1,0 +1,139 @@
+"""Old module paths are for outside users only. bench.core's (stub files,
+bench.core.moved) and bench.report's flat ones (one finder, bench.report.moved)
+still import, warn with a DeprecationWarning and give the moved module itself;
+nothing in this project (bench/, tests/, examples/, benchmarks/) uses one, and
+no text of it or of the docs names a flat report module, so dropping the
+aliases breaks nothing here."""
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import bench.report
+from bench.core import moved as core_moved
+from bench.report import moved as report_moved
+
+ROOT = Path(__file__).resolve().parents[1]
+OLD = {**core_moved.MOVED, **report_moved.MOVED}  # old path -> new path
+USERS = ("bench", "tests", "examples", "benchmarks")
+TEXTS = (".py", ".md", ".sh", ".tex", ".toml")
+
+
+def files(folders, suffixes=(".py",)) -> dict[str, str]:
+    """Path under ROOT -> text, for every file of `folders` with a suffix listed."""
+    return {p.relative_to(ROOT).as_posix(): p.read_text()
+            for folder in folders for p in sorted((ROOT / folder).rglob("*"))
+            if p.suffix in suffixes and p.is_file() and "__pycache__" not in p.parts}
+
+
+def old_path_uses(source: str, old=OLD) -> set[tuple[int, str]]:
+    """(line, old path) where `source` imports an old path (`import a.b`, `from
+    a.b import c`, `from a import b`) or names one in a string that is a module
+    path (importlib.import_module, monkeypatch.setattr and mock.patch targets)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value]
+        else:
+            continue
+        found |= {(node.lineno, o) for n in names for o in old if n == o or n.startswith(o + ".")}
+    return found
+
+
+def flat_report_mentions(text: str) -> list[str]:
+    """`bench.report.<flat>` and `bench/report/<flat>.py` in any text: a
+    docstring, a comment, a doc page (the new paths have a sub-package between)."""
+    names = "|".join(old.rpartition(".")[2] for old in report_moved.MOVED)
+    return re.findall(rf"\bbench(?:\.report\.(?:{names})\b|/report/(?:{names})\.py\b)", text)
+
+
+def test_nothing_here_imports_an_old_path():
+    uses = {path: sorted(found) for path, text in files(USERS).items()
+            if (found := old_path_uses(text))}
+    assert uses == {}, "import the new path (bench.core.moved, bench.report.moved list them)"
+
+
+def test_no_text_here_names_a_flat_report_module():
+    texts = files((*USERS, "docs"), TEXTS)
+    texts.update({name: (ROOT / name).read_text() for name in ("README.md", "pyproject.toml")})
+    texts.pop("bench/report/moved.py")  # the one place that lists them
+    assert len(texts) > 200 and "docs/reports.md" in texts  # the walk found the project
+    mentions = {path: found for path, text in texts.items()
+                if (found := flat_report_mentions(text))}
+    assert mentions == {}, "name the sub-package's module (bench/report/moved.py has the map)"
+
+
+def test_the_checks_find_each_kind_of_use():
+    old, new = sorted(report_moved.MOVED.items())[0]
+    package, _, name = old.rpartition(".")
+    source = f'''import {old}
+from {old} import x
+from {package} import build, {name}
+importlib.import_module("{old}")
+monkeypatch.setattr("{old}.f", g)
+from {new} import fine
+from {package} import build
+'''
+    assert old_path_uses(source) == {(line, old) for line in (1, 2, 3, 4, 5)}
+    flat, moved = old.replace(".", "/") + ".py", new.replace(".", "/") + ".py"
+    text = f"{old} and {flat}; not {new}, {moved}, {package}.build or bench/report/paper/x.csv"
+    assert flat_report_mentions(text) == [old, flat]
+
+
+@pytest.mark.parametrize("old", sorted(OLD))
+def test_an_old_path_imports_warns_and_is_the_moved_module(old, monkeypatch):
+    new = importlib.import_module(OLD[old])
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.warns(DeprecationWarning, match=re.escape(f"{old} moved to {OLD[old]}")) as seen:
+        exec(compile(f"import {old}", "plugin.py", "exec"), {})
+    assert [w.filename for w in seen] == ["plugin.py"]  # the importing line, shown in __main__
+    assert sys.modules[old] is new and importlib.import_module(old) is new
+    assert new.__spec__.name == OLD[old]  # the module's own spec, not the old path's
+
+
+@pytest.mark.parametrize("old", sorted(report_moved.MOVED))
+def test_a_flat_name_of_the_report_package_warns_and_is_the_moved_module(old, monkeypatch):
+    name, new = old.rpartition(".")[2], importlib.import_module(report_moved.MOVED[old])
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    monkeypatch.delattr(bench.report, name, raising=False)  # as before any import of it
+    namespace = {}
+    with pytest.warns(DeprecationWarning, match=re.escape(f"{old} moved to")):
+        exec(f"from bench.report import {name} as got", namespace)
+    assert namespace["got"] is new and getattr(bench.report, name) is new
+    monkeypatch.delattr(bench.report, name)
+    with pytest.warns(DeprecationWarning, match=re.escape(f"{old} moved to")):
+        assert getattr(bench.report, name) is new  # an attribute, with no import statement
+
+
+def test_the_report_map_names_every_flat_module_that_moved():
+    for old, new in report_moved.MOVED.items():
+        assert new.rpartition(".")[2] == old.rpartition(".")[2]
+        assert (ROOT / f"{new.replace('.', '/')}.py").is_file()
+        assert not (ROOT / f"{old.replace('.', '/')}.py").exists()
+    # every flat module of issue 40 but the four that stayed: pipeline, options,
+    # document (build -> Report, Report.write) and output (where it goes)
+    assert len(report_moved.MOVED) == 35
+    assert all((ROOT / "bench/report" / f"{n}.py").is_file()
+               for n in ("pipeline", "options", "document", "output"))
+
+
+def test_the_finder_answers_for_old_paths_only():
+    assert importlib.util.find_spec("bench.report.nonesuch") is None
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("bench.report.nonesuch")
+    with pytest.raises(AttributeError, match="nonesuch"):
+        bench.report.nonesuch
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new paths import without a warning
+        for new in report_moved.MOVED.values():
+            importlib.import_module(new)
