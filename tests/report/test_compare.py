@@ -157,6 +157,16 @@ def test_cli_known_differences(compared):
     assert rows[("4hml", "ts", "ece")]["basis"] == "ours only"
 
 
+def test_report_md_names_the_comparison_where_it_ends_up(compared):
+    """report.md is written in a staging folder inside --out, then renamed:
+    its line names compare/paper.md beside it, never the staging path."""
+    _, out, _ = compared
+    line = next(t for t in (out / "report.md").read_text().splitlines()
+                if "--compare paper:" in t)
+    assert line.rstrip().endswith("; compare/paper.md") and ".staging" not in line
+    assert (out / line.rstrip().rsplit("; ", 1)[1]).is_file()
+
+
 def test_cli_writes_tables_figure_and_names_what_is_missing(compared):
     _, out, _ = compared
     md = (out / "compare" / "paper.md").read_text()

@@ -168,5 +168,7 @@ def write(comparison: dict, out: Path, figures: bool = True) -> tuple[list[Path]
     evaluated = sum(c["held"] is not None for c in claim_rows)
     summary = (f"--compare paper: {len(rows)} values compared, "
                f"{sum(r['within'] == 'no' for r in rows)} outside noise (|z| > {Z_FLAG:g}); "
-               f"claims held {held} of {evaluated} evaluated; {d / 'paper.md'}")
+               # relative to the report folder: report.md is written in a staging
+               # folder renamed into --out at the end (bench.report.output)
+               f"claims held {held} of {evaluated} evaluated; compare/paper.md")
     return written, summary
