@@ -11,7 +11,7 @@ file is bad.
 from __future__ import annotations
 
 from bench.cli.fields import add_fields
-from bench.sweep.options import DATA_OPTION_KEYS, RunOptions  # noqa: F401  (tests read the keys)
+from bench.sweep.options import RunOptions
 
 
 def add_data_options(p) -> None:

@@ -10,6 +10,7 @@ from PIL import Image
 from report_records import write_known
 
 from bench.cli import data as cli_data
+from bench.sweep.options import DATA_OPTION_KEYS
 from bench.cli.main import main
 from bench.core import store
 from bench.methods import METHODS, Method
@@ -130,7 +131,7 @@ def test_data_opt_help_lists_every_builtin_datasets_keys():
     tables = {"csv": custom.CSV_OPTIONS, "folder": custom.FOLDER_OPTIONS,
               "chaoyang, kvasir": {**chaoyang.OPTIONS, **kvasir.OPTIONS},
               "digits": digits.OPTIONS, "pathmnist and the other MedMNIST flags": medmnist.OPTIONS}
-    assert {ds: sorted(k.split(", ")) for ds, k in cli_data.DATA_OPTION_KEYS.items()} == \
+    assert {ds: sorted(k.split(", ")) for ds, k in DATA_OPTION_KEYS.items()} == \
         {ds: sorted(t) for ds, t in tables.items()}
     import argparse
     parser = argparse.ArgumentParser()
