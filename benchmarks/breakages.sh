@@ -23,19 +23,20 @@ run "MultiHead.setup ignores the seed" bench/methods/mhml.py \
   "class_weights(num_classes, self.heads, seed, self.multi_loss" \
   "class_weights(num_classes, self.heads, 0, self.multi_loss" \
   tests/methods/test_weight_groups.py tests/methods/test_mhml.py
-run "Mixup.batch returns the batch unmixed" bench/methods/mixup.py \
-  "return lam * x + (1 - lam) * x[perm], (y, y[perm], lam)" "return x, (y, y, 1.0)" \
+run "Mixup.batch returns the images unmixed" bench/methods/mixup.py \
+  "return lam * x + rest * x[perm], (y, y[perm], lam, rest)" \
+  "return lam * x + rest * x, (y, y[perm], lam, rest)" \
   tests/methods/test_mixup_replay.py tests/methods/test_methods.py
-run "temperature scaling fitted on test" bench/report/derived.py \
+run "temperature scaling fitted on test" bench/calib/variants.py \
   't = fit_temperature(p["val_logits"], p["val_labels"])' \
   't = fit_temperature(p["test_logits"], p["test_labels"])' \
-  tests/calib/test_ts_ensemble_independent.py tests/calib/test_calibration.py
+  tests/calib/test_ts_ensemble_independent.py tests/report/test_cells.py
 run "deep ensemble averages logits" bench/calib/calibration.py \
   "return np.mean([head_probs(lg) for lg in logits_list], axis=0)" \
   "return head_probs(np.mean(logits_list, axis=0))" \
   tests/calib/test_ts_ensemble_independent.py tests/calib/test_calibration.py
-run "optimiser fields left out of the hash" bench/core/config.py \
-  'NON_RESULT_FIELDS = frozenset({"eval_batch_size",' \
-  'NON_RESULT_FIELDS = frozenset({"momentum", "weight_decay", "augment", "eta_min", "eval_batch_size",' \
+run "momentum left out of the hash" bench/core/config.py \
+  'momentum: float = setting(0.0, "SGD momentum (paper: 0)",' \
+  'momentum: float = setting(0.0, "SGD momentum (paper: 0)", in_hash=False,' \
   tests/core/test_config_hash.py tests/core/test_registry_config.py
 exit $missed

@@ -18,13 +18,13 @@ declare -A MOD=(
   [calibration]="bench/calib/calibration.py|tests/calib/test_calibration.py tests/calib/test_ts_ensemble_independent.py"
   [metrics]="bench/calib/metrics.py|tests/calib/test_metrics.py tests/calib/test_metric_properties.py"
   [config]="bench/core/config.py|tests/core/test_config_values.py tests/core/test_registry_config.py tests/core/test_config_hash.py tests/cli/test_reference_doc.py"
-  [derived]="bench/report/derived.py|tests/calib/test_ts_ensemble_independent.py tests/report/test_derived.py"
+  [variants]="bench/calib/variants.py|tests/calib/test_ts_ensemble_independent.py tests/report/test_cells.py tests/report/test_measures.py"
   [mhml]="bench/methods/mhml.py|tests/methods/test_mhml.py tests/methods/test_weight_groups.py tests/cli/test_reference_doc.py"
   [mixup]="bench/methods/mixup.py|tests/methods/test_mixup_replay.py tests/methods/test_method_bounds.py tests/methods/test_methods.py tests/cli/test_reference_doc.py"
   [losses]="bench/methods/ls.py bench/methods/mbls.py bench/methods/dca.py bench/methods/focal.py bench/methods/sl1h.py|tests/methods/test_methods.py tests/methods/test_method_bounds.py tests/cli/test_reference_doc.py"
-  [aggregate]="bench/report/numbers/aggregate.py|tests/report/test_report.py tests/report/test_latex.py tests/report/test_frame.py tests/report/test_report_cost.py tests/report/test_derived.py tests/calib/test_ts_ensemble_independent.py tests/cli/test_plan_checks.py"
+  [aggregate]="bench/report/numbers/aggregate.py|tests/report/test_report.py tests/report/test_latex.py tests/report/test_frame.py tests/report/test_report_cost.py tests/calib/test_ts_ensemble_independent.py tests/cli/test_plan_checks.py"
 )
-ORDER=(ranks mixup config calibration derived metrics mhml losses aggregate)
+ORDER=(ranks mixup config calibration variants metrics mhml losses aggregate)
 [ $# -gt 0 ] && ORDER=("$@")
 
 for name in "${ORDER[@]}"; do
