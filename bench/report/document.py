@@ -26,6 +26,11 @@ from bench.report.plotting import curves
 from bench.report.plotting import figures as figs
 from bench.report.render import latex, textables
 from bench.report.render.tables import dataset_name, method_name, missing_notes
+from bench.report.paper.comparetables import CLAIM_COLUMNS, ROW_COLUMNS
+from bench.report.numbers.cells import CACHE_FILE
+from bench.report.render.markdown import report_markdown
+from bench.report.paper import comparetables
+from bench.report.evals import ood, setshifttables, setstables, shifttables
 
 
 @dataclass
@@ -68,16 +73,12 @@ class Report:
 
     @property
     def comparison_frame(self) -> pd.DataFrame | None:
-        from bench.report.paper.comparetables import ROW_COLUMNS
-
         if self.comparison is None:
             return None
         return pd.DataFrame(self.comparison["rows"], columns=list(ROW_COLUMNS))
 
     @property
     def claims(self) -> pd.DataFrame | None:
-        from bench.report.paper.comparetables import CLAIM_COLUMNS
-
         if self.comparison is None:
             return None
         return pd.DataFrame(self.comparison["claims"], columns=list(CLAIM_COLUMNS))
@@ -101,9 +102,6 @@ class Report:
     def write(self, out_dir) -> list[Path]:
         """Write every file of `bench report --out out_dir`; returns them in
         the order the command lists them."""
-        from bench.report.numbers.cells import CACHE_FILE
-        from bench.report.render.markdown import report_markdown
-
         opts, out = self.options, Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self.cache.file = out / CACHE_FILE
@@ -122,8 +120,6 @@ class Report:
             figures = self.write_figures(out)
             written.append(aggregate.write_frame(out / "stats" / "friedman.csv", self.friedman))
         if self.comparison is not None:
-            from bench.report.paper import comparetables
-
             files, line = comparetables.write(self.comparison, out, not opts.no_plots)
             written += files
             notes.append(line)
@@ -139,8 +135,6 @@ class Report:
     def write_eval_reports(self, out: Path) -> tuple[list[Path], list[tuple]]:
         """--shift, --ood and --sets (its shift and site sets too): their files
         and report.md sections."""
-        from bench.report.evals import ood, setshifttables, setstables, shifttables
-
         written, sections = [], []
         for rep, write in ((self.shift, lambda r: shifttables.write(r, out,
                                                                    not self.options.no_plots)),

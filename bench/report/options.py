@@ -19,8 +19,11 @@ from bench.report.render.captions import check_caption
 from bench.core.paper import DENS
 from bench.report.numbers.stats import TESTS
 from bench.calib import measures as M
+from bench.calib import variants as V
 from bench.report.render import kinds
 from bench.report.render.tables import REFERENCE
+from bench.calib.conformal import check_alpha
+from bench.report.paper import copied
 
 KINDS = tuple(k.name for k in kinds.TABLES)  # one --caption-<kind> each
 COMPARE_CHOICES = ("paper",)
@@ -137,8 +140,6 @@ class ReportOptions(Options):
             raise BenchError(f"--alpha {self.alpha}: a significance level must be > 0 and < 1 "
                              "(e.g. 0.05)")
         if self.sets or self.sets_alpha != 0.1:
-            from bench.calib.conformal import check_alpha
-
             check_alpha(self.sets_alpha)
         if self.test not in TESTS:
             raise choices_error("--test", self.test, TESTS)
@@ -150,8 +151,6 @@ class ReportOptions(Options):
             raise BenchError("--published-rows-anyway: it places the rows of --published-rows "
                              "beside unlike runs; add --published-rows (or drop it)")
         if self.published_rows:
-            from bench.report.paper import copied
-
             copied.check_metrics(metrics)
         parse_sections(self.order)
         if self.seeds is not None:
@@ -221,7 +220,6 @@ def parse_variants(text: str | None) -> tuple:
     table (bench.calib.variants); None -> () (no such table)."""
     if text is None:
         return ()
-    from bench.calib import variants as V
 
     items = tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
     bad = [v for v in items if v not in V.posthoc()]
@@ -248,6 +246,8 @@ def check_order(text: str | None, present: set) -> None:
     sections = parse_sections(text)
     if sections is None:
         return
+    # start-up: `import bench.api` loads this module, and bench.methods imports
+    # every method module: the registry only when a name is looked up
     from bench.methods import METHODS
 
     here = sorted(present) + [DENS]

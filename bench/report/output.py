@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from bench.core.files import replace_entries
+from bench.report.numbers.aggregate import write_failures_csv
 
 
 def write_report(report, out) -> list[Path]:
@@ -30,8 +31,6 @@ def write_report(report, out) -> list[Path]:
 def write_failures(failures: list[dict], out) -> Path:
     """Only OUT/failed_runs.csv, for a report that found no finished record
     (bench.report.pipeline.NoRecords): the runs it names, with their reasons."""
-    from bench.report.numbers.aggregate import write_failures_csv
-
     out = Path(out)
     _, stage = replace_entries(out, lambda s: write_failures_csv(failures, s / "failed_runs.csv"))
     return out / "failed_runs.csv"

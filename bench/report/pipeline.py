@@ -22,15 +22,16 @@ from tqdm import tqdm
 from bench.core import store
 from bench.core.errors import BenchError
 from bench.report.document import Report
-from bench.report.evals import evalsets, ood
+from bench.report.evals import evalsets, ood, sets, setshift, shift, shifttables
 from bench.report.numbers import aggregate, configs, names, paired, stats, unfinished
 from bench.report.numbers import cells as cells_mod
 from bench.report.options import ReportOptions, check_order
-from bench.report.paper import comparable, copied
+from bench.report.paper import comparable, compare, copied
 from bench.report.plotting import figures as figs
 from bench.report.render import kinds
 from bench.report.render.footnotes import thin_note, validation_note
-from bench.report.render.tables import build_table
+from bench.report.render.tables import backbone_name, build_table, columns
+from bench.core.provenance import mixed_setup
 
 
 FRIEDMAN_COLUMNS = ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"]
@@ -102,9 +103,6 @@ def shift_report(opts: ReportOptions, runs, cache, expected: dict, labels: dict)
     """--shift: each run's trained row, +TS (unless --no-ts) and the --variants
     calibrators, and D-Ens, under every corruption and severity, for the
     table's columns and ECE (the box plots)."""
-    from bench.report.evals import shift, shifttables
-    from bench.report.render.tables import columns
-
     variants = list(kinds.SHIFT.rows(not opts.no_ts, opts.variant_list))
     which = list(dict.fromkeys([*columns(opts.metric_columns, not opts.no_gap), "ece"]))
     data = shift.compute(runs, variants, cache, which)
@@ -116,8 +114,6 @@ def sets_report(opts: ReportOptions, runs, cache):
     """--sets: each run's trained row, +TS (unless --no-ts) and the --variants
     calibrators, and D-Ens, as conformal prediction sets (bench.report.evals.sets),
     on the test split and on the records' shift and site sets (setshift)."""
-    from bench.report.evals import sets, setshift  # lazy: only --sets reads them
-
     variants = list(kinds.SHIFT.rows(not opts.no_ts, opts.variant_list))  # as --shift's rows
     data = sets.compute(runs, variants, opts.sets_alpha, cache)
     shifted = setshift.compute(runs, variants, opts.sets_alpha, cache)  # shift and site sets
@@ -130,8 +126,6 @@ def _unlike(opts: ReportOptions, runs, pub: dict, labels: dict) -> dict[str, tup
     """dataset -> how its re-run rows differ from the protocol of the copied
     rows beside them (bench.report.paper.comparable), for the tables' footnote;
     without --published-rows-anyway any difference stops the report."""
-    from bench.report.render.tables import backbone_name
-
     found = comparable.block_differences(runs, {(ds, bb) for ds, bb, _ in pub}, labels)
     if found and not opts.published_rows_anyway:
         raise comparable.refusal(found, labels)
@@ -152,8 +146,6 @@ def _significance_notes(opts: ReportOptions, sig: pd.DataFrame) -> list[str]:
 
 def _comparison(cells: dict) -> dict:
     """--compare paper: our means against the published ones, and the claims."""
-    from bench.report.paper import compare
-
     ours = compare.rows_from_groups(cells)
     rows, notes = compare.compare(ours)
     return {"rows": rows, "claims": compare.claims(ours), "notes": notes}
@@ -202,8 +194,6 @@ class NoRecords(BenchError):
 def setup_notes(runs) -> list[str]:
     """A note per dataset whose records differ in what changes numbers without
     changing the config hash (torch threads, device, versions)."""
-    from bench.core.provenance import mixed_setup
-
     notes = []
     for ds in sorted({r.dataset for r in runs}):
         provs = [r.record.provenance for r in runs if r.dataset == ds]

@@ -135,6 +135,7 @@ def fragment(data, stats, block, sections=None, labels=None, where: str = "",
 
 def figure(data, stats, block, sections=None, labels=None):
     """Coverage (with its target) and mean set size per row, one bar per score."""
+    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
     from bench.report.plotting.plots import subplots
 
     ds, bb = block
@@ -192,6 +193,7 @@ def write(data: SetsData, out: Path, sections=None, labels=None,
         secs.append((f"{dataset_name(ds, labels)} / {backbone_name(bb, labels)}: conformal "
                      f"prediction sets (alpha = {data.alpha:g})", md))
         if plots:
+            # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
             from bench.report.plotting.plots import save
 
             written += save(figure(data, stats, block, sections, labels),

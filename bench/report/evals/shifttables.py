@@ -177,6 +177,7 @@ def write(rep: ShiftReport, out: Path, plots: bool = True) -> tuple[list[Path], 
     written.append(write_frame(out / "shift" / "shift_long.csv", rep.frame))
     written.append(write_frame(out / "shift" / "shift_cells.csv", cells_frame(rep)))
     if plots:
+        # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
         from bench.report.plotting import plots as P
         from bench.report.plotting.shiftplots import box_figure
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import pandas as pd
+from bench.calib import measures as M
 
 def _ranks(values: pd.Series, higher_is_better: bool) -> pd.Series:
     """1 = best; method="first": equal values rank in their order of
@@ -29,8 +30,6 @@ def mean_ranks(rows: Sequence[dict], metrics=None) -> list[float]:
     metrics: (metric, higher is better) pairs, by default the paper's
     (bench.calib.measures). Returns each row's Rank = mean of its per-metric ranks."""
     if metrics is None:
-        from bench.calib import measures as M
-
         metrics = M.rank_of(M.paper())
     if not rows:
         return []

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.core.errors import choices_error
+from bench.calib import measures
 
 # Fewer paired seeds than this: the report prints a caution next to any marks.
 MIN_SEEDS_NOTE = 3
@@ -30,6 +31,7 @@ def _sps():
     """scipy.stats, imported on first use: every `bench` command imports this
     module (the report parser's --test choices), and scipy.stats takes about
     a second to import."""
+    # scipy.stats: about a second to import (see the docstring)
     from scipy import stats
 
     return stats
@@ -77,8 +79,6 @@ def paired_vs_reference(values: dict, seeds, ref_values: dict, ref_seeds,
     using only the seeds both have; metrics: by default the paper's
     (bench.calib.measures)."""
     if metrics is None:
-        from bench.calib import measures
-
         metrics = measures.paper()
     common = [s for s in seeds if s in set(ref_seeds)]
     idx = {s: i for i, s in enumerate(seeds)}

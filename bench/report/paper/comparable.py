@@ -29,6 +29,8 @@ from bench.core.config import PROFILES, TrainConfig
 from bench.core.errors import BenchError
 from bench.core.settings import hashed
 from bench.core.sizes import resolve_sizes
+from bench.report.render.tables import (backbone_name, dataset_name, method_name, order_backbones,
+                                        ordered_methods)
 
 FLAG = "--published-rows-anyway"
 PAPER_PROFILES = ("paper", "paper-text")  # the released code's protocol, the paper's text
@@ -40,6 +42,8 @@ SPLITS = ("train", "val", "test")
 
 def paper_data(dataset: str) -> tuple[dict, int]:
     """(published split counts, image size in px) of one of the paper's datasets."""
+    # start-up: `import bench.api` loads this module, and bench.datasets imports
+    # every dataset module (and PIL): only when a copied row's sizes are checked
     from bench.datasets import chaoyang, kvasir, medmnist
     from bench.datasets.filelist import FileIndex
 
@@ -64,12 +68,13 @@ def _closest(train: dict) -> tuple[str, dict, list[str]]:
 
 def _method(name: str):
     """The trained method (its released_train_size), or a stand-in with none."""
-    from bench.core.errors import BenchError as Unknown
+    # start-up: `import bench.api` loads this module, and bench.methods imports
+    # every method module: the registry only when a name is looked up
     from bench.methods import METHODS
 
     try:
         return METHODS.get(name)()
-    except Unknown:
+    except BenchError:
         return type("Unregistered", (), {"released_train_size": 0})()
 
 
@@ -122,8 +127,6 @@ def block_differences(runs, blocks, labels=None) -> dict[tuple, list[str]]:
     """(dataset, backbone) -> one text per group of the block's re-run
     configs that differ alike: '(SL1H, LS): epochs ...; from scratch ...';
     blocks and rows in the tables' order."""
-    from bench.report.render.tables import method_name, order_backbones, ordered_methods
-
     out: dict[tuple, list[str]] = {}
     for ds in sorted({ds for ds, _ in blocks}):
         for bb in order_backbones({b for d, b in blocks if d == ds}):
@@ -146,8 +149,6 @@ def block_differences(runs, blocks, labels=None) -> dict[tuple, list[str]]:
 def refusal(found: dict, labels=None) -> BenchError:
     """The one-line error naming every difference and the flag that places
     the copied rows anyway."""
-    from bench.report.render.tables import backbone_name, dataset_name
-
     blocks = " | ".join(f"{dataset_name(ds, labels)} / {backbone_name(bb, labels)} {t}"
                         for (ds, bb), texts in found.items() for t in texts)
     return BenchError("--published-rows: the re-run rows beside the paper's published ones "

@@ -5,6 +5,8 @@ write files.
 """
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 from bench.core.files import write_text
@@ -107,7 +109,8 @@ def figure(rows: list[dict], stem: Path) -> list[Path]:
     """Ours against published, one panel per metric, identity line, error
     bars where a std is known, values outside noise circled in red; files
     stem.png and stem.pdf."""
-    from bench.report.plotting import plots  # matplotlib only when a figure is drawn
+    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
+    from bench.report.plotting import plots
 
     fig, axes = plots.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 4.0))
     for ax, metric in zip(axes, METRICS):
@@ -144,9 +147,6 @@ def write(comparison: dict, out: Path, figures: bool = True) -> tuple[list[Path]
     """OUT/compare/paper.{md,tex,csv}, claims.csv and (figures) the scatter of
     a comparison {"rows", "claims", "notes"} (bench.report.paper.compare's compare
     and claims); returns the files and a one-line summary."""
-    import csv
-    import io
-
     rows, notes, claim_rows = comparison["rows"], comparison["notes"], comparison["claims"]
     d = out / "compare"
     d.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,8 @@ def smooth_data(probs: np.ndarray, labels: np.ndarray) -> dict:
     """relplot's smoothed accuracy-given-confidence curve `mu` on `mesh`, the
     kernel density of the confidences, and the smooth ECE. No bootstrap band
     (it would draw from numpy's global random state)."""
+    # relplot pulls in scipy, sklearn and seaborn (about 2.5 s): only for the
+    # smoothed diagrams, not the binned ones this module also draws
     import relplot
 
     conf = np.clip(np.asarray(probs).max(axis=1).astype(np.float64), 0.0, 1.0)

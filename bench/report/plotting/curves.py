@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.report.render.tables import ordered_methods
+
 
 VAL_PANELS = (("val_nll", "validation NLL"), ("val_ece", "validation ECE"),
               ("val_auc", "validation AUC (checkpoint score)"))
@@ -39,10 +41,11 @@ def curves_figure(epochs: pd.DataFrame, cycles: pd.DataFrame, title: str, names=
     cycle; one line per method in table order (bench.report.render.tables.
     ordered_methods with the report's `sections`), so the legend reads as the
     tables do; epochs and cycles are whole numbers, and so are the ticks."""
+    # matplotlib: only when a figure is drawn (--no-plots, CLI start-up)
     from matplotlib.ticker import MaxNLocator
 
-    from bench.report.plotting.plots import subplots  # matplotlib: only when a figure is drawn
-    from bench.report.render.tables import ordered_methods
+    # matplotlib too (bench.report.plotting.plots imports pyplot)
+    from bench.report.plotting.plots import subplots
 
     present = set(epochs["method"]) | set(cycles["method"])
     order = [m for sec in ordered_methods(present, sections) for m in sec if m in present]
@@ -68,6 +71,7 @@ def write_curves(runs, folder: Path, names=str, title=lambda ds, bb: f"{ds} / {b
                  sections=None) -> list[Path]:
     """curves_<dataset>_<backbone>.png/.pdf for each cell with any history;
     `sections`: the report's row order (--order), for the legend."""
+    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
     from bench.report.plotting import plots
 
     epochs, cycles = history_frames(runs)

@@ -56,7 +56,7 @@ def reliability_figures(runs, dataset: str, backbone: str, seed=None, sections=N
                         names=None) -> tuple:
     """(binned, smoothed) reliability figures of one dataset x backbone, pooled
     over seeds (seed None) or of one seed."""
-    # matplotlib: only when figures are drawn (CLI start-up)
+    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
     from bench.report.plotting import calplots, plots
 
     rs = [r for r in runs if (r.dataset, r.backbone) == (dataset, backbone)]
@@ -69,6 +69,7 @@ def reliability_figures(runs, dataset: str, backbone: str, seed=None, sections=N
 
 def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
                      sections=None, names=None) -> list[Path]:
+    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
     from bench.report.plotting import plots
 
     cells: dict = {}
@@ -88,6 +89,7 @@ def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
 def make_bin_sensitivity(cells: dict, out: Path, sections=None, names=None) -> list[Path]:
     """ECE against the number of bins, per dataset and backbone, one line per
     table row of the main table (trained rows and D-Ens)."""
+    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
     from bench.report.plotting import calplots, plots
 
     blocks: dict = {}
@@ -139,7 +141,8 @@ def friedman_tests(tables, alpha: float) -> tuple[list, list[list], list[str]]:
 
 def cd_figure(metric: str, f, alpha: float):
     """The critical-difference diagram of one friedman_tests result."""
-    from bench.report.plotting import plots  # see make_reliability
+    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
+    from bench.report.plotting import plots
 
     return plots.cd_figure(list(f.methods), list(f.avg_ranks), f.cd,
                            f"{metric}: Friedman p = {f.p:.3g}, Nemenyi CD (alpha {alpha}) "
@@ -148,6 +151,7 @@ def cd_figure(metric: str, f, alpha: float):
 
 def make_cd(results, out: Path, alpha: float) -> list[Path]:
     """OUT/figures/cd_<metric>.{png,pdf} per friedman_tests result."""
+    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
     from bench.report.plotting import plots
 
     written = []

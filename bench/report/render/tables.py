@@ -16,6 +16,7 @@ from bench.calib import measures as M
 from bench.report.render import kinds
 from bench.report.render.kinds import TableKind
 from bench.report.numbers.ranks import mean_ranks, rank_marks
+from bench.core.errors import BenchError
 
 REFERENCE = "sl1h"  # what the significance tests compare against (--significance-ref)
 COST_HEADS = ("Params (M)", "Train (s)", "Train (img/s)", "Infer (ms)")
@@ -78,7 +79,8 @@ def cost_texts(cost: dict) -> list[str]:
 def registered_method(key: str):
     """The Method a registered name builds (its display name and section),
     or None for a name no registry knows (D-Ens, an old record's method)."""
-    from bench.core.errors import BenchError
+    # start-up: `import bench.api` loads this module, and bench.methods imports
+    # every method module: the registry only when a name is looked up
     from bench.methods import METHODS
 
     try:  # an ablation row METHOD@PREFIX is its method's
