@@ -38,13 +38,14 @@ def run(args) -> int:
     grid = plan(opts)
     specs, experiments, datasets = grid.specs, grid.experiments, grid.datasets
     if not opts.json:  # a plugin edited since its records: say why its runs train again
+        # start-up: see run()'s first imports (`bench list` shares this module)
         from bench.sweep.codechange import code_changes
 
         for line in code_changes(specs, experiments, opts.results):
             print(line)
     if opts.dry_run:
+        # start-up: see run()'s first imports (`bench list` shares this module)
         from bench.sweep.dryrun import dry_run_table, protocol_json, protocol_table, protocols
-
         from bench.datasets.cache import dry_run as no_writes
 
         with no_writes():  # the protocols see the dry run's data, written nowhere
@@ -52,6 +53,7 @@ def run(args) -> int:
         print(protocol_json(rows) if opts.json
               else f"{dry_run_table(rows)}\n\n{protocol_table(rows)}")
         if opts.executor == "slurm" and not opts.json:
+            # start-up: see run()'s first imports (`bench list` shares this module)
             from bench.sweep.dryrun import sbatch_text
 
             print(f"\n{sbatch_text(rows, opts)}")

@@ -10,7 +10,10 @@ file is bad.
 """
 from __future__ import annotations
 
+from bench.cli.datashift import add_parser as add_shift
 from bench.cli.fields import add_fields
+from bench.cli.oodemo import add_parser as add_ood_demo
+from bench.datasets import DATASETS
 from bench.sweep.options import RunOptions
 
 
@@ -29,16 +32,14 @@ def add_parser(sub) -> None:
     add_data_options(c)
     c.add_argument("--no-progress", action="store_true")
     c.set_defaults(func=check)
-    from bench.cli.datashift import add_parser as add_shift
-
     add_shift(dsub, add_data_options)
-    from bench.cli.oodemo import add_parser as add_ood_demo
-
     add_ood_demo(dsub)
 
 
 def check_data_paths(args) -> None:
     """A data root or cache folder that is a file fails in one line (bench.sweep.plan)."""
+    # start-up: `bench data --help` builds this module's parser; the planner
+    # only when a command reads data
     from bench.sweep.plan import check_data_paths as check
 
     check(args.data_root, args.data_opts)
@@ -47,7 +48,8 @@ def check_data_paths(args) -> None:
 # ------------------------------------------------------------------ check --
 def check(args) -> int:
     """Counts and bad files by bench.datasets.check; exit status 1 when any is bad."""
-    from bench.datasets import DATASETS
+    # start-up: `bench data --help` builds this module's parser; the checker
+    # only when `bench data check` runs
     from bench.datasets.check import check_dataset
 
     DATASETS.get(args.dataset)  # an unknown name before any path is looked at

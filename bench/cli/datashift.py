@@ -4,7 +4,9 @@ its built_table), with a progress bar and a closing table (size, corruption
 set, blocks, images, MB, seconds, built or found in the cache, file)."""
 from __future__ import annotations
 
+from bench.core.config import load_kwargs
 from bench.core.errors import BenchError
+from bench.datasets import DATASETS
 
 
 def add_parser(dsub, add_data_options) -> None:
@@ -39,8 +41,8 @@ def sizes(text, default) -> list[int]:
 
 def build(args) -> int:
     """Checks the options, then each size's set by bench.datasets.shift.build_sets."""
-    from bench.core.config import load_kwargs
-    from bench.datasets import DATASETS
+    # start-up: `bench data --help` builds this module's parser; the shift
+    # builder, the corruptions and the planner only when `bench data shift` runs
     from bench.datasets import shift
     from bench.datasets.corruptions import registry
     from bench.sweep.grid import native_test_size

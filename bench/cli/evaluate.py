@@ -7,21 +7,18 @@ import sys
 
 from bench.cli.fields import add_fields
 from bench.cli.typed import options_from
+from bench.sweep.evalrun import EvalOptions, evaluate_results, failed, summary_text
 
 HELP = "evaluate further sets (shift, ood:, site:) on finished records with kept weights"
 
 
 def add_parser(sub) -> None:
-    from bench.sweep.evalrun import EvalOptions
-
     p = sub.add_parser("eval", help=HELP)
     add_fields(p, EvalOptions)
     p.set_defaults(func=evaluate)
 
 
 def evaluate(args) -> int:
-    from bench.sweep.evalrun import EvalOptions, evaluate_results, failed, summary_text
-
     opts = options_from(EvalOptions, args)
     rows = evaluate_results(opts, progress=not opts.no_progress)
     print(summary_text(rows))

@@ -4,11 +4,12 @@ into DIR (bench.datasets.ood_demo: which photos, the grid, why they are out
 of distribution for digits). `./run_all.sh --quick` evaluates its shift
 demo on it with `--eval ood:DIR`. A second call writes nothing."""
 from __future__ import annotations
+from bench.core.store import require_writable_dir
+from bench.datasets import ood_demo
+from bench.datasets.ood_demo import DEFAULT_TILE
 
 
 def add_parser(dsub) -> None:
-    from bench.datasets.ood_demo import DEFAULT_TILE
-
     s = dsub.add_parser("ood-demo", help="write the offline demo's OOD set (tiles of "
                         "scikit-learn's two sample photos) as PNGs into --out")
     s.add_argument("--out", required=True, help="the folder to write the tiles into")
@@ -18,9 +19,6 @@ def add_parser(dsub) -> None:
 
 
 def write(args) -> int:
-    from bench.core.store import require_writable_dir
-    from bench.datasets import ood_demo
-
     out = require_writable_dir(args.out, "--out")
     ood_demo.tiles(args.tile)  # a bad --tile: one line before anything is written
     done = ood_demo.write(out, args.tile)

@@ -9,7 +9,10 @@ bench.report.document lists the files written.
 from __future__ import annotations
 
 from bench.core import store
+from bench.core.errors import BenchError
+from bench.report import build
 from bench.report.options import ReportOptions
+from bench.report.pipeline import NoRecords
 from bench.cli.fields import add_fields
 from bench.cli.typed import options_from
 
@@ -34,10 +37,9 @@ def options_of(args) -> ReportOptions:
 
 
 def report(args) -> int:
-    from bench.core.errors import BenchError
-    from bench.report import build
+    # start-up: `bench report --help` builds this module's parser; writing and
+    # the run-state lock only when a report is made
     from bench.report.output import write_failures, write_report
-    from bench.report.pipeline import NoRecords
     from bench.sweep.runstate import live_holder
 
     opts = options_of(args)
