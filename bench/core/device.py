@@ -15,6 +15,7 @@ DEVICES = ("cpu", "cuda")
 
 def default_device() -> str:
     """cuda when a GPU is visible, else cpu."""
+    # torch on demand: bench.core stays torch-free
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -23,6 +24,7 @@ def default_device() -> str:
 def check_device(device: str, indexed: bool = False) -> None:
     """One-line errors for a --device value: cpu, or cuda when one is visible
     (`indexed`: also cuda:N, N below the number of visible GPUs)."""
+    # torch on demand: bench.core stays torch-free
     import torch
 
     kind, sep, index = device.partition(":")
@@ -38,6 +40,7 @@ def check_device(device: str, indexed: bool = False) -> None:
 def device_name(device) -> str:
     """The GPU's name for a CUDA device (as peak-FLOP tables match it), else
     'cpu (processor, N threads)'."""
+    # torch on demand: bench.core stays torch-free
     import torch
 
     device = torch.device(device)

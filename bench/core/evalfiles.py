@@ -42,6 +42,7 @@ import numpy as np
 
 from bench.core import files
 from bench.core.errors import BenchError
+from bench.core.store import check_file
 
 MANIFEST = "evals.json"
 KINDS = ("shift", "ood", "site")
@@ -167,8 +168,6 @@ def read_manifest(record) -> tuple[dict, str | None]:
 
 def damage(record, name: str, entry: dict) -> str | None:
     """Why set `name`'s file does not match its manifest entry, or None."""
-    from bench.core.store import check_file
-
     fname = entry.get("file")
     if fname != file_name(name):
         return f"{MANIFEST}: set {name} names file {fname!r}"

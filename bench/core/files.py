@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable
 
@@ -63,8 +64,6 @@ def move_aside(path, folder=None) -> Path:
     read again; a second one the same second gets a random suffix, so none
     overwrites another); returns the new path. The one naming of everything
     set aside: records, resume states, caches."""
-    from datetime import datetime, timezone
-
     path = Path(path)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     target = Path(folder or path.parent) / f"{path.name}.damaged-{stamp}"

@@ -42,6 +42,7 @@ def versions() -> dict:
 
 
 def device_info(device: str) -> dict:
+    # torch on demand: bench.core stays torch-free
     import torch
 
     # CPU reductions split work by thread count: 1 vs 2 threads gave different
@@ -58,6 +59,7 @@ def device_info(device: str) -> dict:
 def cudnn_version():
     """cuDNN's version, or None where it is absent or cannot load (a CUDA
     build of torch on a machine with no GPU raises inside torch here)."""
+    # torch on demand: bench.core stays torch-free
     import torch
 
     try:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # importers (the methods) load without torch
 
 def h2d(t: torch.Tensor, device) -> torch.Tensor:
     """`t.to(device)` without a host-device synchronisation on CUDA."""
+    # torch on demand: the methods import this module, and `bench list` the methods
     import torch
 
     device = torch.device(device)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.core import store
 from bench.core.errors import BenchError
 
 FORMAT = "mhml-bench-weights/1"
@@ -19,6 +20,7 @@ FORMAT = "mhml-bench-weights/1"
 
 def dumps(state: dict) -> bytes:
     """The state dict as the bytes of one safetensors file."""
+    # safetensors.torch loads torch: bench.core stays torch-free (bench.api reads records)
     from safetensors.torch import save
 
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
@@ -29,13 +31,12 @@ def load(path, expected: dict | None) -> dict:
     """The state dict in the file at `path`, after checking it against its
     recorded checksum `expected` ({sha256, size}); BenchError naming the file
     and why when it is missing, unrecorded or does not match."""
-    from bench.core import store
-
     path = Path(path)
     why = store.check_file(path.parent, path.name, {path.name: expected} if expected else {})
     if why:
         raise BenchError(f"{path}: {why}; the weights are not loaded (retrain the run with "
                          "--force --keep-weights)")
+    # safetensors.torch loads torch: bench.core stays torch-free (bench.api reads records)
     from safetensors import SafetensorError
     from safetensors.torch import load as load_bytes
 
