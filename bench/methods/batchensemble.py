@@ -18,6 +18,7 @@ from .base import METHODS, Method
 
 def members_ce(logits, target):
     """Mean over members and images of each member's cross-entropy, [B, M, K]."""
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
     import torch.nn.functional as F
 
     return F.cross_entropy(logits.transpose(1, 2), target[:, None].expand(-1, logits.shape[1]))

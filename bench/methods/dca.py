@@ -18,6 +18,7 @@ class DCAParams:
 
 def dca_penalty(z, y):
     """|mean confidence - batch accuracy| on [B, K] logits."""
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
     import torch.nn.functional as F
 
     conf, pred = F.softmax(z, dim=1).max(dim=1)
@@ -29,6 +30,7 @@ class DCA(Method):
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def loss(self, logits, target):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch.nn.functional as F
 
         z = logits[:, 0]

@@ -29,6 +29,7 @@ class AdaptiveFocalParams:
 
 def focal_loss(z, y, gamma):
     """mean_n -(1 - p_y)^gamma log p_y; gamma a float or a [B] tensor."""
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
     import torch.nn.functional as F
 
     logp = F.log_softmax(z, dim=1).gather(1, y[:, None]).squeeze(1)
@@ -48,6 +49,7 @@ class AdaptiveFocal(Method):
     Params = AdaptiveFocalParams
 
     def gammas(self, z, y):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch
         import torch.nn.functional as F
 

@@ -21,6 +21,7 @@ class LabelSmoothing(Method):
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def loss(self, logits, target):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch.nn.functional as F
 
         return F.cross_entropy(logits[:, 0], target, label_smoothing=self.params.epsilon)

@@ -19,6 +19,7 @@ class MbLSParams:
 
 def margin_penalty(z, margin: float):
     """mean relu(max_j z_j - z_k - margin) over samples and classes ([B, K] logits)."""
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
     import torch.nn.functional as F
 
     gap = z.max(dim=1, keepdim=True).values - z
@@ -30,6 +31,7 @@ class MarginLabelSmoothing(Method):
     released_train_size = 150  # train_other.py's --im_size default (docs/fidelity.md)
 
     def loss(self, logits, target):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch.nn.functional as F
 
         z = logits[:, 0]

@@ -44,6 +44,7 @@ class MCDropout(Method):
         return ("mcdropout", self.params.mc_p)
 
     def loss(self, logits, target):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch.nn.functional as F
 
         return F.cross_entropy(logits[:, 0], target)

@@ -41,6 +41,7 @@ class LSMDCAParams:
 
 def mdca_penalty(z, y):
     """(1/K) sum_k |mean_n p_nk - share of the batch labelled k|, on [B, K] logits."""
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
     import torch.nn.functional as F
 
     k = z.shape[1]
@@ -53,6 +54,7 @@ class NLLMDCA(Method):
     Params = MDCAParams
 
     def loss(self, logits, target):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch.nn.functional as F
 
         z = logits[:, 0]
@@ -73,6 +75,7 @@ class LSMDCA(Method):
     Params = LSMDCAParams
 
     def loss(self, logits, target):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch.nn.functional as F
 
         z, p = logits[:, 0], self.params

@@ -30,6 +30,7 @@ def draw_lambda(alpha: float, gen: torch.Generator) -> float:
     """One Beta(alpha, alpha) draw, reproducible from the trainer's generator."""
     if alpha == 0:
         return 1.0
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
     import torch
 
     # numpy has the Beta sampler; seed it from the torch generator so the
@@ -47,6 +48,7 @@ class Mixup(Method):
         1 - lam are taken in float64 (a Python float's arithmetic) and rounded
         to float32 once: what multiplying a float32 tensor by the Python float
         does, so a staged step and a per-step one compute the same bits."""
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch
 
         lam = draw_lambda(self.params.alpha, gen)
@@ -59,6 +61,7 @@ class Mixup(Method):
         return lam * x + rest * x[perm], (y, y[perm], lam, rest)
 
     def loss(self, logits, target):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch.nn.functional as F
 
         y_a, y_b, lam, rest = target

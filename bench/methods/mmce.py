@@ -33,6 +33,7 @@ class MMCEParams:
 
 def mmce_weighted(z, y, width: float = 0.4):
     """The weighted MMCE of a [B, K] batch of logits (see the module text)."""
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
     import torch
     import torch.nn.functional as F
 
@@ -53,6 +54,7 @@ class MMCE(Method):
     Params = MMCEParams
 
     def loss(self, logits, target):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch.nn.functional as F
 
         z, p = logits[:, 0], self.params

@@ -7,6 +7,7 @@ from .base import METHODS, Method
 
 class CrossEntropy(Method):
     def loss(self, logits, target):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
         import torch.nn.functional as F
 
         return F.cross_entropy(logits[:, 0], target)
