@@ -50,6 +50,7 @@ def one_blas_thread():
     add overhead (10-30x slower on a loaded 2-core machine: a temperature fit
     of 1,000 samples took 73 ms with threads, 7 ms without), and the result no
     longer depends on the machine's thread count."""
+    # threadpoolctl on demand: `bench list` loads bench.calib and no calibrator fit
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=1, user_api="blas")
@@ -63,6 +64,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, max_iter: int = 200)
     process). If the optimum is worse than T = 1 (non-convergence), T = 1 is
     returned, so validation NLL never goes up.
     """
+    # scipy on demand: `bench list` and `import bench.api` load bench.calib, not scipy
     from scipy.optimize import minimize
 
     z = mean_head_logits(logits)

@@ -60,6 +60,7 @@ def debiased_l2(probs: np.ndarray, labels: np.ndarray) -> float:
     `calibration.get_top_calibration_error(p=2, debias=True)` (15 equal-mass
     bins; per bin the squared gap less its sampling variance acc(1-acc)/(n-1),
     floored at 0 before the square root)."""
+    # optional package (pip: uncertainty-calibration): the import is the check
     import calibration
 
     p = np.asarray(probs, dtype=np.float64)
@@ -72,6 +73,7 @@ def smooth_ece(probs: np.ndarray, labels: np.ndarray) -> float:
     """Blasiok and Nakkiran (2024): relplot.smECE of the top-label
     confidence against correctness (kernel-smoothed, bandwidth chosen by the
     package's fixed-point rule)."""
+    # optional package (pip: relplot): the import is the check
     import relplot
 
     conf, correct = _top(probs, labels)
@@ -147,6 +149,7 @@ def bootstrap_ci(probs: np.ndarray, labels: np.ndarray, resamplers: dict, n_boot
 def seed_interval(values, level: float = BOOT_LEVEL) -> tuple[float, float] | None:
     """Student-t interval of the mean over seeds: mean +- t_{(1+level)/2, n-1}
     s / sqrt(n) with the sample std s (ddof = 1); None below two seeds."""
+    # scipy on demand: `bench list` and `import bench.api` load bench.calib, not scipy
     from scipy.stats import t
 
     v = np.asarray(values, dtype=np.float64)

@@ -54,6 +54,7 @@ def _linspace01(n_bins: int) -> np.ndarray:
     # bin as in torchmetrics, which produced the paper's numbers. float32, as
     # the confidences it bins (ece_bins casts them as torchmetrics does).
     # Cached (read-only): classwise ECE asks for the edges once per class.
+    # torch on demand: `bench list` and `import bench.api` load bench.calib, not torch
     import torch
 
     edges = torch.linspace(0, 1, n_bins + 1, dtype=torch.float32).numpy()

@@ -148,6 +148,7 @@ def scores(logits: np.ndarray) -> dict[str, np.ndarray]:
 
 def fpr_at_tpr(score_in: np.ndarray, score_out: np.ndarray, level: float = TPR_LEVEL) -> float:
     """FPR at the first ROC point whose TPR reaches `level` (in-distribution positive)."""
+    # scikit-learn on demand: `bench list` and `import bench.api` load bench.calib, not sklearn
     from sklearn.metrics import roc_curve
 
     y, s = _stack(score_in, score_out)
@@ -159,6 +160,7 @@ def fpr_at_tpr(score_in: np.ndarray, score_out: np.ndarray, level: float = TPR_L
 
 def detection(score_in: np.ndarray, score_out: np.ndarray) -> dict[str, float]:
     """metric -> value (a fraction) of one score on in- and out-of-distribution samples."""
+    # scikit-learn on demand: `bench list` and `import bench.api` load bench.calib, not sklearn
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     y, s = _stack(score_in, score_out)

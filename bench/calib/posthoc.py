@@ -120,6 +120,7 @@ def fit_vector(logits, labels) -> VectorParams:
     """w, b minimising NLL(softmax(w * z + b)) by L-BFGS-B from w = 1, b = 0 (the
     identity, kept if the optimum is not better). The gradient in b sums to
     zero, so b stays zero-sum: one answer among the equivalent shifts."""
+    # scipy on demand: `bench list` and `import bench.api` load bench.calib, not scipy
     from scipy.optimize import minimize
 
     z, y = _inputs(logits, labels, "vs")
@@ -322,6 +323,7 @@ class IsotonicParams:
 def fit_isotonic(logits, labels) -> IsotonicParams:
     """Per class k: scikit-learn's IsotonicRegression(out_of_bounds='clip') of
     1[y = k] on softmax(z)_k; its thresholds are kept, plain arrays."""
+    # scikit-learn on demand: `bench list` and `import bench.api` load bench.calib, not sklearn
     from sklearn.isotonic import IsotonicRegression
 
     z, y = _inputs(logits, labels, "iso")
@@ -358,6 +360,7 @@ def fit_ets(logits, labels) -> EnsembleTSParams:
     """T by temperature scaling, then the simplex weights of the three parts by
     NLL, convex in the weights, by SLSQP from plain TS (Zhang et al. 2020 offer
     MSE or cross-entropy for both fits; NLL here, as for every calibrator)."""
+    # scipy on demand: `bench list` and `import bench.api` load bench.calib, not scipy
     from scipy.optimize import minimize
 
     z, y = _inputs(logits, labels, "ets")

@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from bench.calib.calibration import ensemble_probs, fit_temperature, mean_head_logits, scaled_probs
+from bench.calib.posthoc import CALIBRATORS
 from bench.core.errors import BenchError
 from bench.calib.metrics import head_probs
 from bench.core.registry import Registry
@@ -162,8 +163,6 @@ TS_VARIANTS = (TS_BASE, TS)
 
 
 def _register_calibrators() -> None:
-    from bench.calib.posthoc import CALIBRATORS
-
     for name, c in CALIBRATORS.items():
         posthoc_variant(name, c.fit, c.apply, c.title, c.version, c.params, c.fitted)
 
