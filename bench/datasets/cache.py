@@ -28,6 +28,7 @@ from PIL import Image, ImageFile
 from tqdm import tqdm
 
 from bench.core.errors import BenchError, warn_once
+from bench.core.files import move_aside
 
 _DRY_RUN = [False]  # innermost dry_run() block: nothing may be written
 CACHE_VERSION = 1  # bump when decoding/resizing changes, so old caches are ignored
@@ -227,8 +228,6 @@ def damage(path: Path, shape: tuple | None = None) -> str | None:
 def set_aside(path: Path, why: str) -> Path:
     """Rename a damaged cache file out of the way (kept for inspection, never
     read again) and say so in one line; the next use rebuilds it."""
-    from bench.core.files import move_aside
-
     aside = move_aside(path)
     print(f"bench: warning: cache file {path} was damaged ({why}); moved to {aside.name}, "
           "rebuilt", file=sys.stderr)

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import hashlib
 import random
+from importlib import metadata
 
 import numpy as np
+from PIL import Image
 
 from bench.core.errors import BenchError
 
@@ -64,6 +66,7 @@ class _NumpyFromstring:
 def registry() -> dict:
     """medmnistc's CORRUPTIONS_DS (one line naming what to install when it cannot load)."""
     try:
+        # optional package: the import is the check (a missing one is this one-line error)
         import medmnistc.corruptions.filter as filt
         from medmnistc.corruptions.registry import CORRUPTIONS_DS
     except ImportError as err:  # the package, wand's MagickWand library, or cv2's libGL
@@ -75,19 +78,17 @@ def registry() -> dict:
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as v
-
     try:
-        return v("medmnistc")
-    except PackageNotFoundError:
+        return metadata.version("medmnistc")
+    except metadata.PackageNotFoundError:
         return "?"
 
 
 def set_name(dataset: str) -> str:
     """The MedMNIST-C set a dataset is corrupted with (see the module's table)."""
     name = SET_OF.get(dataset, dataset)
-    from medmnistc.corruptions.registry import CORRUPTIONS_DS  # noqa: F401 (registry() first)
+    # optional package: its caller, corruptions(), ran registry() first, which checks it
+    from medmnistc.corruptions.registry import CORRUPTIONS_DS
 
     return name if name in CORRUPTIONS_DS else GENERAL
 
@@ -138,8 +139,6 @@ def corrupt(image: np.ndarray, corruptor, corruption: str, severity: int, seed: 
             index: int) -> np.ndarray:
     """medmnistc's `apply` on one uint8 [224, 224, 3] image at `severity` (1..5),
     with every random source seeded for (seed, corruption, severity, index)."""
-    from PIL import Image
-
     if severity not in SEVERITIES:
         raise BenchError(f"shift: severity {severity}; MedMNIST-C has 1..5")
     s = image_seed(seed, corruption, severity, index)

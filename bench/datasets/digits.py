@@ -72,6 +72,7 @@ def flip_labels(labels: np.ndarray, rate: float, num_classes: int, seed: int) ->
 
 
 def _to_rgb_uint8(images8: np.ndarray, size: int) -> np.ndarray:
+    # torch on demand: `bench list` imports every adapter (the DATASETS registry)
     import torch
     import torch.nn.functional as F
 
@@ -84,6 +85,7 @@ def _to_rgb_uint8(images8: np.ndarray, size: int) -> np.ndarray:
 @DATASETS.register("digits", "scikit-learn digits, 1,797 images, 10 classes, 32 px (offline demo)")
 def digits(data_root=None, image_size: int = 0, download: bool = False, progress: bool = True,
            **options) -> DatasetBundle:
+    # scikit-learn on demand: `bench list` imports every adapter (the DATASETS registry)
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 

@@ -20,6 +20,7 @@ stored logits say exactly what they were computed on.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,9 +29,12 @@ import numpy as np
 from bench.core.errors import BenchError
 from bench.core.evalfiles import EvalSpec
 
-from .base import DATASETS
+from . import corruptions, shift
+from .base import DATASETS, load_dataset
 from .cache import cached_images, default_cache_dir
-from .filelist import default_root, label_ids, list_images, read_csv_dicts
+from .filelist import FILE_INDEXES, default_root, label_ids, list_images, read_csv_dicts
+from .medmnist import (FLAGS, OFFICIAL_SIZES, class_names, file_size, locate, npz_name, resize,
+                       to_rgb)
 
 
 @dataclass
@@ -96,11 +100,6 @@ def check_present(spec: EvalSpec, size: int | None = None) -> None:
 
 
 def _check_dataset(spec: EvalSpec, size: int | None) -> None:
-    import os
-
-    from .filelist import FILE_INDEXES
-    from .medmnist import FLAGS, OFFICIAL_SIZES, file_size, locate, npz_name
-
     name = spec.source
     if name in FLAGS:
         sizes = [file_size(size)] if size else list(OFFICIAL_SIZES)
@@ -129,8 +128,6 @@ def _check_dataset(spec: EvalSpec, size: int | None) -> None:
 
 
 def _check_path(spec: EvalSpec) -> None:
-    import os
-
     path = Path(spec.source).expanduser()
     if not path.exists():
         raise BenchError(f"{path} does not exist; give a folder of images or a CSV listing them")
@@ -157,8 +154,6 @@ def _check_path(spec: EvalSpec) -> None:
 
 
 def _shift(spec, dataset, size, data_root, options, build, progress, jobs) -> EvalData:
-    from . import corruptions, shift
-
     s = shift.get(dataset, size, data_root, options, build=build, progress=progress, jobs=jobs)
     rec = s.meta["recipe"]
     meta = {"source": f"MedMNIST-C {rec['set']} set via medmnistc {rec['medmnistc']}",
@@ -175,9 +170,6 @@ def _shift(spec, dataset, size, data_root, options, build, progress, jobs) -> Ev
 # ------------------------------------------------------- by dataset name --
 def _from_dataset(name: str, size: int) -> tuple:
     """(images, labels, class names, source text) of a registered dataset's test split."""
-    from .base import load_dataset
-    from .medmnist import FLAGS, class_names, file_size, locate, resize, to_rgb
-
     if name not in DATASETS:
         raise BenchError(f"--eval: unknown dataset '{name}' (and no such path); choose from: "
                          f"{', '.join(DATASETS.names())}, or give a folder or CSV path")
@@ -187,7 +179,6 @@ def _from_dataset(name: str, size: int) -> tuple:
             images, labels = z["test_images"], z["test_labels"].reshape(-1).astype(np.int64)
         return (resize(to_rgb(images, path, "test"), size), labels, class_names(name),
                 f"{name} test split ({path.name})")
-    from .filelist import FILE_INDEXES
 
     if name in FILE_INDEXES:  # the test split alone is decoded (Kvasir's 10,662 images: a fifth)
         index = FILE_INDEXES[name](None)

@@ -74,6 +74,7 @@ def stratified_holdout(labels: np.ndarray, n_out: int, seed: int = SPLIT_SEED):
     sklearn train_test_split(test_size=n_out, stratify=labels, random_state=0).
     Returned in scikit-learn's (shuffled) order: a second split of `keep`
     must see the rows in that order to reproduce the paper's data frames."""
+    # scikit-learn on demand: `bench list` imports every adapter (the DATASETS registry)
     from sklearn.model_selection import train_test_split
 
     idx = np.arange(len(labels))

@@ -82,6 +82,7 @@ def locate(flag: str, root: Path | None, size: int, download: bool, file=None) -
     if not writes_allowed():
         raise BenchError(f"{flag}: {path} not found, and --dry-run downloads nothing; run "
                          "once without --dry-run (with --download) to fetch it")
+    # torchvision on demand (a download): `bench list` imports every adapter (the DATASETS registry)
     from torchvision.datasets.utils import download_url
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,7 +138,8 @@ def to_rgb(images: np.ndarray, path: Path, split: str) -> np.ndarray:
 def resize(images: np.ndarray, size: int) -> np.ndarray:
     if images.shape[1] == size and images.shape[2] == size:
         return images
-    import torch  # lazy: listing or checking a dataset needs no torch
+    # torch on demand: listing or checking a dataset needs no torch
+    import torch
     import torch.nn.functional as F
 
     out = np.empty((len(images), size, size, 3), dtype=np.uint8)

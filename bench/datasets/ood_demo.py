@@ -24,8 +24,10 @@ import io
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from bench.core.errors import BenchError
+from bench.core.files import write_atomic
 
 PHOTOS = ("china", "flower")  # load_sample_images().filenames, in its order
 DEFAULT_TILE = 80
@@ -33,6 +35,7 @@ DEFAULT_TILE = 80
 
 def tiles(tile: int = DEFAULT_TILE) -> list[tuple[str, np.ndarray]]:
     """(name, uint8 [tile, tile, 3]) for every grid square of both photos."""
+    # scikit-learn on demand: `bench data --help` imports this module (its --tile default)
     from sklearn.datasets import load_sample_images
 
     if not isinstance(tile, int) or isinstance(tile, bool) or not 8 <= tile <= 427:
@@ -51,8 +54,6 @@ def tiles(tile: int = DEFAULT_TILE) -> list[tuple[str, np.ndarray]]:
 
 
 def png_bytes(image: np.ndarray) -> bytes:
-    from PIL import Image
-
     buf = io.BytesIO()
     Image.fromarray(image).save(buf, format="PNG", optimize=False)
     return buf.getvalue()
@@ -62,8 +63,6 @@ def write(out, tile: int = DEFAULT_TILE) -> dict:
     """Write the tiles into `out` (created); returns {'written': n,
     'unchanged': n, 'files': [paths]}. A tile file whose bytes already match
     is not rewritten, so a second call changes nothing on disk."""
-    from bench.core.files import write_atomic
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = unchanged = 0

@@ -30,8 +30,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import multiprocessing as mp
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +45,7 @@ from bench.core import files
 from bench.core.errors import BenchError, warn_once
 
 from . import corruptions as C
+from .base import load_dataset
 from .cache import damage, default_cache_dir, set_aside, writes_allowed
 from .medmnist import FLAGS, locate, resize, to_rgb
 
@@ -74,7 +77,6 @@ def source(dataset: str, data_root=None, options: tuple = ()) -> tuple:
     """(test images uint8 [N, 224, 224, 3], labels, how they were had)."""
     if dataset in FLAGS:
         return _medmnist_source(dataset, data_root, dict(options))
-    from .base import load_dataset
 
     opts = {k: v for k, v in dict(options).items() if k not in ("download", "progress")}
     bundle = load_dataset(dataset, data_root, image_size=C.DESIGNED_SIZE, **opts)
@@ -337,9 +339,6 @@ def corrupted_chunk(images, start: int, corruption: str, severity: int, corrupto
 def _build_parallel(tmp: Path, tasks: list, images, rec: dict, chosen: dict, jobs: int,
                     bar) -> None:
     """The tasks on `jobs` processes, each writing its chunks into the array file."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     src = tmp.with_name(tmp.name + ".src.npy")
     np.save(src, np.asarray(images))  # the workers map it instead of receiving copies
     try:
