@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
+from bench.core.errors import BenchError
 from bench.core.paper import BACKBONE_NAMES, OTHER_BACKBONE_NAMES
 from bench.core.registry import Registry
 from bench.core.sizes import SIZE_RULES, TIMM_SIZE_RULES, fit_size  # noqa: F401 (re-exported)
@@ -61,25 +62,23 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
     ensembles of bench.train.ensembles, `heads` = M members."""
     bb = create_backbone(backbone, image_size, pretrained, weights, impl, drop_path)
     if image_size < bb.min_size:
-        from bench.core.errors import BenchError
-
         raise BenchError(f"backbone '{backbone}' needs images of at least {bb.min_size} px, "
                          f"got {image_size}; use --set image_size="
                          f"{fit_size(backbone, image_size, impl)}")
+    # torch on demand: `bench list` imports this module (the BACKBONES registry)
     from bench.train.nets import MCDropoutNet, MultiHeadNet
 
     kind = arch[0] if arch else ("mcdropout" if mc_dropout > 0 else "")
     if kind == "mcdropout":
         return MCDropoutNet(bb, heads, num_classes, arch[1] if arch else mc_dropout), bb
     if kind in ("batchensemble", "packed"):
+        # torch on demand: `bench list` imports this module (the BACKBONES registry)
         from bench.train.ensembles import BatchEnsembleNet, PackedNet
 
         if kind == "batchensemble":
             return BatchEnsembleNet(bb, arch[1], num_classes), bb
         return PackedNet(bb, arch[1], num_classes, alpha=arch[2], gamma=arch[3]), bb
     if kind:
-        from bench.core.errors import BenchError
-
         raise BenchError(f"unknown model arch {kind!r} (known: mcdropout, batchensemble, packed)")
     return MultiHeadNet(bb, heads, num_classes), bb
 
@@ -102,7 +101,6 @@ def check_arch(backbone: str, arch: tuple, pretrained: bool) -> None:
     cannot be built as (the build itself refuses too, naming the layer)."""
     if not arch or arch[0] != "packed":
         return
-    from bench.core.errors import BenchError
 
     if canonical_backbone(backbone) not in PACKED_BACKBONES:
         raise BenchError(f"packed: backbone '{backbone}' is not built as Packed-Ensembles "
@@ -120,9 +118,8 @@ def check_arch(backbone: str, arch: tuple, pretrained: bool) -> None:
                     OTHER_BACKBONE_NAMES["smallcnn"])
 def smallcnn(image_size: int, pretrained: bool = False, weights=None, **_) -> Backbone:
     if pretrained or weights is not None:
-        from bench.core.errors import BenchError
-
         raise BenchError("backbone 'smallcnn' has no pretrained weights; drop --pretrained/--weights")
+    # torch on demand: `bench list` imports this module (the BACKBONES registry)
     from bench.train.nets import smallcnn_features
 
     return Backbone(smallcnn_features(), 128, min_size=SIZE_RULES["smallcnn"][0])
@@ -135,8 +132,8 @@ def timm_backbone(model_name: str, image_size: int, pretrained: bool, weights=No
     Weights never come from timm's own download path: `--pretrained` reads
     the local Hugging Face / torch-hub cache and `--weights` a file, both as
     tensors only (see bench/train/weights.py)."""
+    # timm and torch on demand: `bench list` imports this module (the BACKBONES registry)
     import timm
-
     from bench.train.nets import max_drop_path
     from bench.train.weights import load_into, resolve_weights
 
@@ -186,8 +183,8 @@ def torchvision_backbone(name: str, pretrained: bool, weights=None,
                          drop_path: float = -1.0) -> Backbone:
     """The released code's model: torchvision's builder (its default stochastic
     depth unless drop_path >= 0), the classifier removed (the heads are new)."""
+    # torchvision and torch on demand: `bench list` imports this module (the BACKBONES registry)
     import torchvision
-
     from bench.train.nets import drop_classifier, max_drop_path, scale_drop_path
     from bench.train.weights import load_into, resolve_weights
 
@@ -207,6 +204,7 @@ def torchvision_backbone(name: str, pretrained: bool, weights=None,
 
 # ------------------------------------------------------------------- timm --
 def _timm_convnext(image_size: int, pretrained: bool, weights, drop_path: float) -> Backbone:
+    # torch on demand: `bench list` imports this module (the BACKBONES registry)
     from torch import nn
 
     bb = timm_backbone("convnext_tiny", image_size, pretrained, weights, drop_path)
@@ -287,6 +285,7 @@ def _resolve_timm(name: str):
     name = canonical_backbone(name)
     if not name.startswith(TIMM_PREFIX):
         return None
+    # timm on demand: `bench list` imports this module (the BACKBONES registry)
     import timm
 
     model = name.removeprefix(TIMM_PREFIX)
@@ -305,6 +304,7 @@ def has_imagenet_weights(name: str) -> bool:
     if name in NO_IMAGENET_WEIGHTS:
         return False
     if name.startswith(TIMM_PREFIX):
+        # timm on demand: `bench list` imports this module (the BACKBONES registry)
         import timm
 
         return timm.models.get_pretrained_cfg(name.removeprefix(TIMM_PREFIX)) is not None

@@ -18,8 +18,12 @@ import time
 import numpy as np
 
 from bench.core import evalfiles
-from bench.core.config import TrainConfig
+from bench.core.config import TrainConfig, load_kwargs
 from bench.core.errors import BenchError
+from bench.datasets import digits
+from bench.datasets.evalsets import load_eval
+from bench.methods import METHODS
+from bench.train.backbones import build_model, model_arch
 
 CHUNK_BATCHES = 16  # evaluation batches copied to the device at once
 
@@ -36,9 +40,9 @@ def train_config(record) -> TrainConfig:
 
 def model_for(record, device="cpu"):
     """The record's model with its kept weights, in eval mode on `device`."""
+    # torch and the training loop on demand: `bench eval` reads records' configs and
+    # checks its sets with this module before any model runs
     import torch
-
-    from bench.train.backbones import build_model
 
     state = record.load_weights()  # checksum first: a damaged file is never loaded
     cfg = train_config(record)
@@ -60,9 +64,6 @@ def arch_of(config: dict) -> tuple:
     """The model arch (Method.arch) a record's model was built with: its
     method rebuilt with the recorded hyper-parameters (a method that is not
     registered here, e.g. a plugin not loaded, builds the plain model: ())."""
-    from bench.methods import METHODS
-    from bench.train.backbones import model_arch
-
     name = config.get("method")
     if name not in METHODS:
         return ()
@@ -83,8 +84,9 @@ def predict_array(model, images: np.ndarray, cfg: TrainConfig, device) -> np.nda
     """Per-head logits [N, M, K] of uint8 images [N, H, W, 3] (a memory map is
     fine): copied to the device CHUNK_BATCHES evaluation batches at a time,
     each chunk a whole number of batches, so the batches are the loop's."""
+    # torch and the training loop on demand: `bench eval` reads records' configs and
+    # checks its sets with this module before any model runs
     import torch
-
     from bench.train.loop import predict, to_device_images
 
     device = torch.device(device)
@@ -148,8 +150,6 @@ def eval_data(spec, dataset: str, size: int, classes, data_root=None, options: t
               progress: bool = False):
     """The images of `spec` (an EvalSpec) for runs of `dataset` tested at `size`
     px, loaded once per process (a sweep's records share them)."""
-    from bench.datasets.evalsets import load_eval
-
     key = (spec, dataset, int(size), tuple(classes), data_root, tuple(options))
     if key not in _LOADED:
         _LOADED[key] = load_eval(spec, dataset, int(size), list(classes), data_root, options,
@@ -172,8 +172,6 @@ def record_options(record, given: tuple = (), progress: bool = False) -> tuple:
     `data_options` (an older record: the options its data identity names),
     then `given` (--data-opt) for the keys the record leaves open (paths, a
     cache folder); a given value that contradicts the record's is refused."""
-    from bench.core.config import load_kwargs
-
     recorded = record.config.get("data_options")
     if not isinstance(recorded, dict):
         recorded = _options_in_identity(record.key.dataset, record.config.get("data") or {})
@@ -194,9 +192,8 @@ def _options_in_identity(dataset: str, identity: dict) -> dict:
     (the other adapters' options are file paths, which --data-opt gives)."""
     if dataset != "digits":
         return {}
-    from bench.datasets.digits import OPTIONS
 
-    return {k: v for k, v in identity.items() if k in OPTIONS}
+    return {k: v for k, v in identity.items() if k in digits.OPTIONS}
 
 
 def check_split(record, data) -> None:

@@ -10,6 +10,8 @@ import torch
 
 from bench.core import store, weightsfile
 from bench.core.plugins import BUILTIN
+from bench.datasets import DATASETS
+from bench.methods import METHODS
 from bench.train.backbones import (BACKBONES, backbone_impl, build_model, drop_path_rate,
                                    model_arch)
 from bench.core.config import TrainConfig, config_hash, result_fields
@@ -17,6 +19,7 @@ from bench.core.device import default_device
 from bench.calib import measures
 from bench.calib.metrics import head_probs
 from bench.core.provenance import provenance
+from bench.train.evaluate import store_sets
 from bench.train.loop import train
 from bench.train.resume import CycleState
 from bench.train.weights import WeightsSpec
@@ -95,9 +98,6 @@ def make_experiment(bundle, backbone: str, method, cfg: TrainConfig,
 def code_identities(method, dataset: str, backbone: str) -> tuple:
     """(role, identity) of the code behind each part; a name no registry
     knows (a test double) has none."""
-    from bench.datasets import DATASETS
-    from bench.methods import METHODS
-
     parts = (("method", METHODS, method.name, (type(method),)),
              ("dataset", DATASETS, dataset, ()), ("backbone", BACKBONES, backbone, ()))
     return tuple((role, _frozen(reg.code_identity(name, *more)))
@@ -187,7 +187,6 @@ def evaluate_trained(path: Path, model, result, cfg: TrainConfig, evals, device)
     checkpoint (still in memory) loaded into `model`."""
     if not evals:
         return
-    from bench.train.evaluate import store_sets
 
     model.load_state_dict(result.state)
     store_sets(path, model.to(device), list(evals), cfg, device, "trained")

@@ -21,11 +21,15 @@ method draws), so its record equals the unfused one within float tolerance.
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 
+from bench.core import store
 from bench.core.config import config_hash
+from bench.core.device import default_device
 from bench.core.errors import BenchError
 from bench.core.registry import Registry
+from bench.train.backbones import model_arch
 
 FUSE_MODES = Registry("--fuse value")
 METHOD_FIELDS = ("method", "method_params")  # what may differ inside a group
@@ -42,8 +46,8 @@ def methods_key(spec) -> tuple:
     """The inputs an Experiment's payload minus METHOD_FIELDS is computed from
     (grid.experiment_for), plus the head count: cheap (no data or weights
     file is read) and never looser than the payload itself."""
+    # the methods on demand: `bench data check` imports this module (plan -> executors)
     from bench.methods import create_method
-    from bench.train.backbones import model_arch
 
     method = create_method(spec.method, dict(spec.method_overrides))
     # MC-Dropout's T passes are T "heads" of one linear layer, an efficient
@@ -127,8 +131,7 @@ def run_members(members: list, bundle, results, device: str | None = None,
     ('done' | 'skipped', record path) per member, in order. `keep_weights` and
     `evals` as for run_seed. A streams member that fails stops alone: the
     others' records are written, then its error is raised."""
-    from bench.core import store
-    from bench.core.device import default_device
+    # the training code on demand: `bench data check` imports this module (plan -> executors)
     from bench.train.experiment import evaluate_trained, init_model, n_params, save_run
 
     paths = [exp.record_dir(results, seed) for exp, _, seed in members]
@@ -178,7 +181,7 @@ def member_states(paths: list, trained: list, how: str) -> list:
     """A streams group's members resume as runs alone do, each from its own
     state (so a run killed alone resumes in a group and back); a vmapped group
     has one state for all."""
-    from bench.core import store
+    # torch on demand (resume): `bench data check` imports this module (plan -> executors)
     from bench.train.resume import CycleState
 
     if how == "streams":
@@ -207,9 +210,7 @@ TRAIN_TOGETHER = {"vmap": _train_vmap, "streams": _train_streams}
 def group_state(first_record, trained: list):
     """The group's cycle-end state (bench.train.resume), beside its first member's
     record; its key names every member, so only the same group resumes it."""
-    import hashlib
-
-    from bench.core import store
+    # torch on demand (resume): `bench data check` imports this module (plan -> executors)
     from bench.train.resume import CycleState
 
     key = " ".join(exp.key(seed).run_id for exp, seed in trained)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torchvision.models.convnext import LayerNorm2d
+from torchvision.ops import StochasticDepth
 
 
 class MultiHeadNet(nn.Module):
@@ -90,8 +92,6 @@ def smallcnn_features() -> nn.Sequential:
 def max_drop_path(model: nn.Module) -> float:
     """The largest stochastic-depth rate in `model` (the configured rate: both
     libraries ramp it linearly over the blocks up to that value)."""
-    from torchvision.ops import StochasticDepth
-
     rates = [float(getattr(m, "drop_prob", getattr(m, "p", 0.0))) for m in model.modules()
              if isinstance(m, (StochasticDepth, RowDropPath)) or type(m).__name__ == "DropPath"]
     return max(rates, default=0.0)
@@ -100,8 +100,6 @@ def max_drop_path(model: nn.Module) -> float:
 def scale_drop_path(model: nn.Module, rate: float) -> None:
     """Set the stochastic-depth rate to `rate`, keeping torchvision's linear ramp
     over the blocks (swin_t does not take the rate as an argument)."""
-    from torchvision.ops import StochasticDepth
-
     mods = [m for m in model.modules() if isinstance(m, StochasticDepth)]
     top = max((m.p for m in mods), default=0.0)
     for m in mods:
@@ -116,7 +114,6 @@ def drop_classifier(model: nn.Module, attr: str):
     setattr(model, attr, nn.Identity())
     if isinstance(old, nn.Linear):
         return old.in_features, None
-    from torchvision.models.convnext import LayerNorm2d
 
     norm, linear = old[0], old[-1]
     return linear.in_features, lambda: nn.Sequential(
@@ -144,8 +141,6 @@ class RowDropPath(nn.Module):
 
 def vmap_safe_drop_path(model: nn.Module) -> nn.Module:
     """Replace every torchvision StochasticDepth in `model` by RowDropPath (in place)."""
-    from torchvision.ops import StochasticDepth
-
     for name, child in list(model.named_modules()):
         for attr, sub in list(child.named_children()):
             if isinstance(sub, StochasticDepth):

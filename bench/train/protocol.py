@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import torch
+from torchvision.transforms.v2 import functional as TF
 
 from bench.calib.metrics import auc_ovr_macro, head_probs
 from bench.core.sizes import Sizes, resolve_sizes  # noqa: F401 (re-exported)
@@ -17,7 +18,6 @@ def to_model_size(x: torch.Tensor, size: int) -> torch.Tensor:
     (a no-op when it already has that size, or size is 0 = as stored)."""
     if not size or x.shape[-1] == size and x.shape[-2] == size:
         return x
-    from torchvision.transforms.v2 import functional as TF
 
     return TF.resize(x, [size, size], antialias=True)
 

@@ -16,11 +16,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torchvision.models import get_weight
 
 from bench.core.errors import BenchError
 
@@ -91,8 +94,6 @@ def imagenet_tag(backbone: str, impl: str, rule: str, heads: int) -> str:
 
 def _torchvision_file(tag: str, download: bool) -> tuple[str, str] | None:
     """(path, source) of a torchvision weight tag in the torch hub cache."""
-    from torchvision.models import get_weight
-
     url = get_weight(tag).url
     local = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(url)
     if not local.is_file() and download:
@@ -109,12 +110,14 @@ def _torchvision_file(tag: str, download: bool) -> tuple[str, str] | None:
 
 def _cached_file(model_name: str) -> tuple[str, str] | None:
     """(path, source) of timm's default pretrained tag in a local cache, if any."""
+    # timm on demand: only a timm backbone needs it (every run imports this module)
     import timm
 
     cfg = timm.models.get_pretrained_cfg(model_name)
     if cfg is None:
         return None
     if cfg.hf_hub_id:
+        # huggingface_hub on demand: only a timm backbone's weights come from its cache
         from huggingface_hub import try_to_load_from_cache
 
         for fname in ("model.safetensors", "pytorch_model.bin"):
@@ -129,6 +132,7 @@ def _cached_file(model_name: str) -> tuple[str, str] | None:
 
 
 def _hub_id(model_name: str) -> str:
+    # timm on demand: only a timm backbone needs it (every run imports this module)
     import timm
 
     cfg = timm.models.get_pretrained_cfg(model_name)
@@ -166,6 +170,7 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
                 "--no-pretrained to train from scratch")
         return WeightsSpec(hit[0], f"{hit[1]} sha256:{file_digest(hit[0])}")
     name = timm_name(backbone)
+    # timm on demand: only a timm backbone needs it (every run imports this module)
     import timm
 
     if timm.models.get_pretrained_cfg(name) is None:
@@ -197,6 +202,7 @@ def _download(model_name: str) -> tuple[str, str] | None:
     hub = _hub_id(model_name)
     if not hub:
         raise BenchError(f"timm has no Hugging Face weights for {model_name}; pass --weights PATH")
+    # huggingface_hub on demand: only a timm backbone's weights come from its cache
     from huggingface_hub import hf_hub_download
 
     try:
@@ -211,6 +217,7 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     path = Path(path)
     try:
         if path.suffix == ".safetensors":
+            # optional package (safetensors): `bench run` checks it first (plan.check_packages)
             from safetensors.torch import load_file
 
             sd = load_file(str(path), device="cpu")
@@ -230,9 +237,6 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
 def short_reason(err: Exception, width: int = 100) -> str:
     """An exception's first line for a one-line error: terminal colour codes
     (torch's weights-only refusal has them) removed, cut at a word boundary."""
-    import re
-    import textwrap
-
     text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", str(err)).strip()
     first = text.splitlines()[0] if text else type(err).__name__
     return textwrap.shorten(first, width=width, placeholder=" ...")
