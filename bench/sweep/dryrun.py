@@ -14,7 +14,9 @@ from tabulate import tabulate
 from bench.core.plugins import BUILTIN
 from bench.core.schedule import steps_per_epoch
 from bench.core.seeds import format_seeds
+from bench.methods import create_method
 from bench.sweep.grid import bundle_for, run_status
+from bench.sweep.slurm import sbatch_lines
 from bench.train.backbones import backbone_impl, drop_path_rate
 
 ROWS = 200  # a huge grid is summarised, not printed line by line
@@ -35,8 +37,6 @@ TODO = ("missing", "failed", "damaged")  # what a real run would train
 
 def sbatch_text(rows: list[dict], opts) -> str:
     """--executor slurm: the sbatch parameters of the array a real run would submit."""
-    from bench.sweep.slurm import sbatch_lines
-
     todo = sum(r["status"] in TODO for r in rows)
     if not todo:
         return "SLURM: nothing to submit"
@@ -63,8 +63,6 @@ def dry_run_table(rows: list[dict], max_rows: int = ROWS) -> str:
 
 def run_protocol(spec, exp) -> dict:
     """One run's resolved protocol (no model is built, no weights are read)."""
-    from bench.methods import create_method
-
     method = create_method(spec.method, dict(spec.method_overrides))
     bundle = bundle_for(spec.dataset, spec.backbone, spec.train, method, spec.data_root,
                         spec.load_options)

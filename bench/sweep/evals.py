@@ -24,8 +24,15 @@ from __future__ import annotations
 
 import os
 
+from bench.core.device import default_device
 from bench.core.errors import BenchError
 from bench.core.evalfiles import parse_all
+from bench.core.record import Record
+from bench.datasets import DATASETS, corruptions
+from bench.datasets.evalsets import check_present
+from bench.datasets.medmnist import FLAGS
+from bench.sweep.grid import load_bundle, load_options
+from bench.train.evaluate import eval_data, evaluate_record, missing_sets, record_sets
 
 NO_WEIGHTS = "no kept weights"
 
@@ -37,9 +44,8 @@ def check(texts) -> tuple:
     for spec in specs:
         check_source(spec)
     if any(s.kind == "shift" for s in specs):
-        from bench.datasets.corruptions import registry
-
-        registry()  # medmnistc and MagickWand / libGL importable, or one line naming them
+        # medmnistc and MagickWand / libGL importable, or one line naming them
+        corruptions.registry()
     return specs
 
 
@@ -47,9 +53,6 @@ def check_source(spec) -> None:
     """An ood/site source must be a registered dataset whose test files are
     present, or an existing folder of images / readable CSV
     (bench.datasets.evalsets.check_present: nothing decoded or written)."""
-    from bench.datasets import DATASETS
-    from bench.datasets.evalsets import check_present
-
     if spec.kind == "shift":
         return
     if spec.source not in DATASETS.names() and not (
@@ -63,9 +66,6 @@ def check_sizes(specs, sizes) -> None:
     """A MedMNIST ood/site source again at each test size the runs read it at
     (one file per size): after the grid is built, before any set is built or
     any run starts."""
-    from bench.datasets.evalsets import check_present
-    from bench.datasets.medmnist import FLAGS
-
     for spec in specs:
         if spec.kind == "shift" or spec.is_path or spec.source not in FLAGS:
             continue  # checked whole by check_source: one file set for every size
@@ -80,9 +80,6 @@ def spec_test_size(s) -> int:
 def prepare(specs: list, progress: bool = True) -> None:
     """Build or read every set the grid's runs will evaluate, once per dataset
     and test size, before any run trains."""
-    from bench.sweep.grid import load_bundle
-    from bench.train.evaluate import eval_data
-
     seen = set()
     for shift in (False, True):  # ood/site sets first: one that cannot be read stops the
         for s in specs:          # sweep before minutes of corrupting
@@ -103,8 +100,6 @@ def prepare(specs: list, progress: bool = True) -> None:
 def worker_sets(spec, exp, bundle) -> tuple:
     """The EvalData a worker evaluates after training `spec` (loaded before it
     trains: a set that cannot be read fails the run before its steps)."""
-    from bench.train.evaluate import eval_data
-
     return tuple(eval_data(e, spec.dataset, exp.train.test_size, bundle.classes,
                            spec.data_root, spec.load_options) for e in parse_all(spec.evals))
 
@@ -112,10 +107,6 @@ def worker_sets(spec, exp, bundle) -> tuple:
 def finish(outcomes: list, opts, progress: bool = True) -> list[str]:
     """Evaluate the missing sets of records the sweep found complete; returns
     the lines to print (one for every record without kept weights together)."""
-    from bench.core.device import default_device
-    from bench.core.record import Record
-    from bench.train.evaluate import evaluate_record, missing_sets, record_sets
-
     specs = parse_all(opts.evals)
     if not specs:
         return []
@@ -145,8 +136,6 @@ def finish(outcomes: list, opts, progress: bool = True) -> list[str]:
 def stored_line(outcomes: list, opts) -> str:
     """After the sweep: which sets the complete records now hold, and the
     report that reads them ('' without --eval)."""
-    from bench.core.record import Record
-
     specs = parse_all(opts.evals)
     complete = [o for o in outcomes if o["status"] in ("done", "skipped")]
     if not specs or not complete:
@@ -167,6 +156,4 @@ def stored_line(outcomes: list, opts) -> str:
 
 
 def _options(opts) -> tuple:
-    from bench.sweep.grid import load_options
-
     return load_options(opts)

@@ -10,6 +10,8 @@ failed). Run failures never raise; only a broken executor does.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import multiprocessing
 import os
 import queue
@@ -19,13 +21,13 @@ import time
 import uuid
 
 from bench.core import store
-from bench.sweep import runstate
-from bench.core.errors import BenchError
+from bench.core.errors import BenchError, disk_full_message, is_disk_full
 from bench.core.outcomes import Outcome
+from bench.core.registry import Registry
+from bench.sweep import runstate, slurm
 from bench.sweep.executor_options import ExecutorOptions
 from bench.sweep.slurm import check_cluster, resources
 from bench.train.groups import FUSE_MODES, fuse_groups
-from bench.core.registry import Registry
 
 EXECUTORS = Registry("executor")
 LOCAL, INLINE = "local", "inline"
@@ -94,6 +96,7 @@ def visible_gpus(device: str | None) -> list[str]:
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None:
         return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    # torch on demand: `bench data check` imports this module (via bench.sweep.plan)
     import torch
 
     return [str(i) for i in range(torch.cuda.device_count())]
@@ -113,8 +116,8 @@ def run_inline(specs, opts: ExecutorOptions, on_outcome) -> None:
     """The pool's work without its processes: the same worker code, so the same
     records and hashes, and the same torch thread count as the pool's one slot
     (CPU sums depend on it). No output is redirected: a debugger has the terminal."""
+    # torch and the worker on demand: `bench data check` imports this module (via bench.sweep.plan)
     import torch
-
     from bench.sweep.worker import execute, execute_group
 
     fuse = opts.fuse
@@ -131,6 +134,7 @@ def run_inline(specs, opts: ExecutorOptions, on_outcome) -> None:
 
 @EXECUTORS.register(LOCAL, "joblib pool on this machine, one process per run, pinned per GPU")
 def run_local(specs, opts: ExecutorOptions, on_outcome) -> None:
+    # joblib on demand: `bench data check` imports this module (via bench.sweep.plan)
     from joblib import Parallel, delayed
 
     slots = local_slots(visible_gpus(opts.device), opts.jobs, opts.jobs_per_gpu)
@@ -236,6 +240,7 @@ def _pin(specs, slot: str | None):
 
 def _launch(payload: str, first, name: str, slot: str | None, threads: int):
     """Run worker.child_main(payload) in its own process; -> (report or None, process)."""
+    # the worker (training code) on demand: `bench data check` imports this module (via plan)
     from bench.sweep.worker import child_main
 
     report = runstate.side_file(first.record, f"outcome-{uuid.uuid4().hex[:8]}.json")
@@ -277,8 +282,6 @@ def _spawn(spec, slot: str | None, threads: int) -> list[dict]:
 def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
     """One process trains the runs of `specs` at once (worker.execute_group).
     If it dies without reporting, each run it left unfinished is failed."""
-    import json
-
     specs = _pin(specs, slot)
     t0 = time.time()
     outcomes, proc = _launch(json.dumps([s.to_json() for s in specs]), specs[0],
@@ -292,8 +295,6 @@ def _spawn_group(specs, slot: str | None, threads: int) -> list[dict]:
 
 
 def _with_device(spec, device):
-    import dataclasses
-
     return dataclasses.replace(spec, device=device)
 
 
@@ -322,8 +323,6 @@ def ended_unreported(spec, reason: str, pid: int, started: float) -> dict:
 
 def died(spec, reason: str, pid=None, job=None) -> dict:
     """Record a run whose process ended without reporting (killed, crashed)."""
-    from bench.core.errors import disk_full_message, is_disk_full
-
     progress = runstate.read_progress(spec.record) or {}
     last = progress.get("step", 0)
     try:
@@ -345,10 +344,10 @@ def run_slurm(specs, opts: ExecutorOptions, on_outcome) -> None:
     """One job array for the runs (bench.sweep.slurm fits it to the partition);
     each task's outcome as it ends, a task lost without a result as failed."""
     try:
+        # optional package: the import is the check
         import submitit
     except ImportError:
         raise BenchError("--executor slurm needs submitit: pip install submitit") from None
-    from bench.sweep import slurm
 
     todo = []
     for spec in specs:  # runs held by live jobs (an earlier, interrupted sweep) stay theirs

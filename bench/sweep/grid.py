@@ -15,11 +15,15 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.sweep import runstate, specjson
 from bench.core import plugins, store
-from bench.core.config import TrainConfig
+from bench.core.config import TrainConfig, load_kwargs
 from bench.core.errors import BenchError
-from bench.train.backbones import check_arch, model_arch
+from bench.core.flags import Options, declared
+from bench.core.sizes import resolve_sizes
+from bench.datasets import load_dataset
+from bench.datasets.cache import dry_run as no_writes, writes_allowed
+from bench.sweep import runstate, specjson
+from bench.train.backbones import check_arch, create_backbone, has_imagenet_weights, model_arch
 
 
 # metadata of a RunSpec field copied from the run options' field of its name
@@ -97,8 +101,6 @@ class RunSpec:
 
 def load_options(opts) -> tuple:
     """Adapter options of a RunOptions (data options, --download) as sorted pairs."""
-    from bench.core.config import load_kwargs
-
     return tuple(sorted(load_kwargs(opts.download, not opts.no_progress,
                                     opts.data_opts).items()))
 
@@ -106,10 +108,8 @@ def load_options(opts) -> tuple:
 def bundle_for(dataset: str, backbone: str, cfg: TrainConfig, method, data_root: str | None,
                options: tuple = ()):
     """The dataset as one run sees it: each split loaded at the run's size
-    (bench.train.protocol.resolve_sizes: per-method sizes, the backbone's
+    (bench.core.sizes.resolve_sizes: per-method sizes, the backbone's
     minimum, explicit --set sizes). Loads are cached per size in this process."""
-    from bench.train.protocol import resolve_sizes
-
     base = load_bundle(dataset, 0, data_root, options)
     sizes = resolve_sizes(cfg, base.image_size, backbone, method)
     at = {size: base if size == base.image_size else load_bundle(dataset, size, data_root, options)
@@ -125,8 +125,6 @@ def default_backbone(dataset: str, data_root: str | None, options: tuple = ()) -
 def load_bundle(dataset: str, image_size: int, data_root: str | None, options: tuple):
     """A dataset's splits at `image_size` (0: its own), loaded once per process
     (the grid, the workers and `bench data shift` ask for the same bundle)."""
-    from bench.datasets.cache import writes_allowed
-
     bundle = _loaded(dataset, image_size, data_root, options)
     if writes_allowed() and _placeholder(bundle):  # a dry run's: never trained on
         _loaded.cache_clear()
@@ -141,8 +139,6 @@ def native_test_size(dataset: str, data_root: str | None, options: tuple) -> int
 
 @functools.lru_cache(maxsize=8)
 def _loaded(dataset: str, image_size: int, data_root: str | None, options: tuple):
-    from bench.datasets import load_dataset
-
     return load_dataset(dataset, data_root, image_size=image_size, **dict(options))
 
 
@@ -158,6 +154,7 @@ def weights_for(spec: "RunSpec", heads: int, missing_ok: bool = False):
     """The initial weights of a run (None = random): --weights, else under
     --pretrained the ImageNet tag the protocol gives this backbone and head count
     (`missing_ok`: a placeholder when that file is not cached, for --dry-run)."""
+    # torch on demand: `bench data check` imports this module (via bench.sweep.plan)
     from bench.train.weights import imagenet_tag, resolve_weights
 
     cfg = spec.train
@@ -169,6 +166,7 @@ def weights_for(spec: "RunSpec", heads: int, missing_ok: bool = False):
 
 def experiment_for(spec: "RunSpec", method, missing_ok: bool = False):
     """(Experiment, bundle) for a spec, computed the same way by the sweep and the worker."""
+    # the training code on demand: `bench data check` imports this module (via bench.sweep.plan)
     from bench.train.experiment import make_experiment
 
     bundle = bundle_for(spec.dataset, spec.backbone, spec.train, method, spec.data_root,
@@ -198,16 +196,12 @@ def check_weights_fit(backbone: str, cfg: TrainConfig, spec) -> None:
 
 @functools.lru_cache(maxsize=16)
 def _fit(backbone: str, image_size: int, impl: str, spec) -> None:
-    from bench.train.backbones import create_backbone
-
     create_backbone(backbone, image_size, weights=spec, impl=impl)
 
 
 def _profile_weights(cfg: TrainConfig, backbone: str, asked: bool) -> TrainConfig:
     """The profile's ImageNet default applies to backbones that have weights;
     one without (smallcnn) trains from scratch unless weights were asked for."""
-    from bench.train.backbones import has_imagenet_weights
-
     if cfg.pretrained and not asked and not has_imagenet_weights(backbone):
         return dataclasses.replace(cfg, pretrained=False)
     return cfg
@@ -227,7 +221,6 @@ def build_specs(datasets, backbones, methods, overrides: dict, seeds, cfg: Train
     args = (datasets, backbones, methods, overrides, seeds, cfg, opts)
     if not opts.dry_run:
         return _build(*args)
-    from bench.datasets.cache import dry_run as no_writes
 
     with no_writes():  # a dry run writes nothing: no image cache, no download
         return _build(*args)
@@ -254,8 +247,6 @@ def worker_options(opts) -> tuple:
 
 def carried_fields(opts) -> list:
     """The options' fields declared `worker=True` or `hashed=True`."""
-    from bench.core.flags import Options, declared
-
     if not isinstance(opts, Options):  # a plain object with the fields declares none
         return []
     return [d for d in declared(type(opts)) if d.flag.worker or d.flag.hashed]
@@ -317,6 +308,7 @@ def run_status(spec: RunSpec) -> tuple[str, str]:
 def _resume_note(state) -> str:
     """What a rerun does with a killed run's state file (bench.train.resume),
     judged from its header and size alone (a dry run reads no tensors)."""
+    # torch on demand (statefile): `bench data check` imports this module (via bench.sweep.plan)
     from bench.core.statefile import damage
 
     if not state.exists():

@@ -11,20 +11,26 @@ arguments: no argparse object reaches this package).
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench.core import store
 from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides, convert,
                                field_types, get_profile, parse_data_opts)
+from bench.core.device import check_device
 from bench.core.errors import BenchError, choices_error
 from bench.core.evalfiles import parse_all
-from bench.core.seeds import parse_seeds
-from bench.sweep.executors import check_options
 from bench.core.paper import DENS, ENSEMBLE_OF, PAPER_BACKBONES, PAPER_METHODS
 from bench.core.registry import expand_names
+from bench.core.seeds import parse_seeds
+from bench.datasets import DATASETS
+from bench.datasets.cache import check_cache_dir
+from bench.sweep.executors import check_options
 from bench.sweep.grid import build_specs
 from bench.sweep.options import RunOptions
-from bench.train.backbones import BACKBONES
+from bench.train.backbones import BACKBONES, canonical_backbone
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ def plan(opts: RunOptions) -> Grid:
     own_dataset(evals, datasets)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg, opts)
     if evals:  # a MedMNIST source's file at each run's test size, before anything is built
+        # the eval sets' code on demand: `bench data check` imports this module (check_data_paths)
         from bench.sweep.evals import check_sizes, spec_test_size
 
         check_sizes(evals, {spec_test_size(s) for s in specs})
@@ -59,6 +66,7 @@ def plan(opts: RunOptions) -> Grid:
 
 def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
     """Train the grid's missing runs; one outcome per spec (bench.sweep.run)."""
+    # the run-time modules on demand: `bench data check` imports this module (check_data_paths)
     from bench.sweep import evals
     from bench.sweep.run import run_sweep
 
@@ -70,6 +78,7 @@ def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
     if opts.evals:
         print(evals.stored_line(outcomes, opts))
     if opts.tensorboard:
+        # the run-time modules on demand: `bench data check` imports this module (check_data_paths)
         from bench.sweep.tensorboard import write_events
 
         for o in outcomes:
@@ -81,7 +90,7 @@ def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
 def resolve_run(opts: RunOptions):
     """Validate every name and override before any data is loaded: (seeds,
     methods, training config, datasets, backbones, per-method --set values)."""
-    from bench.datasets import DATASETS
+    # the methods on demand: `bench data check` imports this module (check_data_paths)
     from bench.methods import (METHOD_GROUPS, METHODS, create_method, method_params,
                                training_methods)
 
@@ -90,8 +99,6 @@ def resolve_run(opts: RunOptions):
     datasets = expand_names(opts.dataset, DATASETS.names(), "dataset", DATASETS)
     backbones = None
     if opts.backbone is not None:
-        from bench.train.backbones import canonical_backbone
-
         backbones = [canonical_backbone(b) for b in
                      expand_names(opts.backbone, BACKBONES.names(), "backbone", BACKBONES,
                                   aliases={"all": list(PAPER_BACKBONES),
@@ -132,8 +139,6 @@ def check_ensemble(method_text: str, seeds) -> None:
 
 def check_run_flags(opts: RunOptions) -> None:
     """Flags that need no data: refused before any grid is built or written."""
-    from bench.core.device import check_device
-
     if opts.json and not opts.dry_run:
         # a real run prints tables and a summary; JSON lines describe the plan only
         raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
@@ -149,6 +154,7 @@ def check_run_flags(opts: RunOptions) -> None:
 
 def check_evals(texts) -> tuple:
     """Every --eval value parsed and its source found (bench.sweep.evals)."""
+    # the eval sets' code on demand: `bench data check` imports this module (check_data_paths)
     from bench.sweep.evals import check
 
     return check(texts)
@@ -183,8 +189,6 @@ def check_packages(opts: RunOptions) -> None:
     """Import what each flag will need now, before any run starts: a package
     missing (or one that is there but cannot be imported, such as tensorboard
     without protobuf) is one line, not a failure after hours of training."""
-    import importlib
-
     for flag, modules, pip in needed_packages(opts):
         try:
             for module in modules:
@@ -199,11 +203,6 @@ def check_packages(opts: RunOptions) -> None:
 def check_data_paths(data_root, data_opts) -> None:
     """A data root or cache folder that is a file fails here in one line, before
     an adapter tries to read or download into it."""
-    import os
-    from pathlib import Path
-
-    from bench.datasets.cache import check_cache_dir
-
     roots = [("--data-root", data_root),
              ("BENCH_DATA_ROOT", os.environ.get("BENCH_DATA_ROOT"))]
     for name, root in roots:
@@ -217,6 +216,7 @@ def check_data_paths(data_root, data_opts) -> None:
 
 def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
     """An unknown --set key; when other methods have it, name them."""
+    # the methods on demand: `bench data check` imports this module (check_data_paths)
     from bench.methods import every_method, method_params
 
     owners = [m for m in every_method()

@@ -68,6 +68,8 @@ def set_aside_damaged_state(spec) -> bool:
     and size, bench.core.statefile.damage) is set aside here and said on the
     terminal; the run then trains from step 0. (What only reading it whole
     finds, a state saved for another run, its worker says in the run's log.)"""
+    # torch on demand (statefile, resume): `bench run` imports this module
+    # before it checks its flags
     from bench.core.statefile import damage
     from bench.train.resume import set_aside
 

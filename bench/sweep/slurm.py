@@ -21,9 +21,11 @@ What a cluster user meets, each handled here:
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from bench.core.errors import BenchError, choices_error
@@ -112,6 +114,7 @@ def signal_delay(minutes: int) -> int:
 
 def sbatch_lines(opts, n: int) -> list[str]:
     """The #SBATCH lines an array of `n` runs would get (for --dry-run)."""
+    # optional package (submitit): `bench run` checks it first (plan.check_packages)
     from submitit.slurm.slurm import _make_sbatch_string  # what submitit writes itself
 
     params = parameters(opts)
@@ -179,10 +182,9 @@ class SlurmTask:
     requeued task resumes its run from the last saved cycle end."""
 
     def __call__(self, spec):
-        import os
-
+        # torch and the worker on demand (this runs in the SLURM task): `bench data check`
+        # imports this module (via bench.sweep.plan)
         import torch
-
         from bench.sweep.worker import execute
 
         # the task's CPUs, not the node's: tasks side by side must not oversubscribe
@@ -191,6 +193,7 @@ class SlurmTask:
         return execute(spec)
 
     def checkpoint(self, spec):
+        # optional package (submitit): bench run checks it first (plan.check_packages)
         import submitit
 
         return submitit.helpers.DelayedSubmission(self, spec)
@@ -206,6 +209,7 @@ def job_failure(err: BaseException, job, opts) -> str:
 
 def submit(specs, opts):
     """Submit one array; -> the submitit jobs (one per spec, in order)."""
+    # optional package (submitit): bench run checks it first (plan.check_packages)
     import submitit
 
     quiet_sacct()
@@ -221,8 +225,6 @@ def submit(specs, opts):
 
 def private_folder(folder: Path) -> Path:
     """`folder`, made if missing, with mode 0700; one line if another user owns it."""
-    import os
-
     folder.mkdir(parents=True, exist_ok=True)
     if folder.stat().st_uid != os.getuid():
         raise BenchError(f"--slurm-folder {folder}: owned by another user; submitit's pickles "
@@ -262,9 +264,6 @@ def wait(jobs: list, on_job, poll: float = 1.0, most: float | None = None) -> No
     squeue, so clusters without accounting (sacct) work too; the poll slows
     down from `poll` to `most` seconds while nothing ends (30 s, or
     BENCH_SLURM_POLL_MAX_S: the live tests' cluster answers squeue at once)."""
-    import os
-    import time
-
     if most is None:
         most = float(os.environ.get("BENCH_SLURM_POLL_MAX_S") or 30.0)
     pending, delay = list(jobs), poll

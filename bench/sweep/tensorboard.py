@@ -36,6 +36,7 @@ def scalars(history: dict) -> list[tuple[str, float, int]]:
 def write_events(record) -> Path | None:
     """Write <record>/tensorboard/ from its history; None for a record written
     before the history existed (nothing to draw)."""
+    # optional package (tensorboard): bench run checks it first (plan.check_packages)
     from torch.utils.tensorboard import SummaryWriter
 
     record = Path(record)

@@ -8,19 +8,32 @@ every fused group (`execute_group`).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import socket
+import threading
 import time
 import traceback
 
-from bench.sweep import runstate
+import torch
+from tqdm import tqdm
+
+from bench import methods  # create_method looked up at call time (tests swap it)
 from bench.core import files, plugins, store
+from bench.core.device import default_device
 from bench.core.errors import BenchError, disk_full_message, is_disk_full
 from bench.core.outcomes import Outcome
 from bench.core.record import Record
+from bench.core.schedule import steps_per_epoch
+from bench.sweep import runstate
 from bench.sweep.evals import worker_sets
 from bench.sweep.grid import RunSpec, experiment_for
+from bench.train import experiment  # run_seed looked up at call time (tests swap it)
+from bench.train.groups import member_name, run_members
+from bench.train.loop import NonFiniteLoss
+from bench.train.resume import say_to
 
 HEARTBEAT_SECONDS = 1.0  # progress file (last step) at most this often
 LOG_SECONDS = 30.0  # a "step i/n loss" line in the run's log at most this often
@@ -118,15 +131,10 @@ def _mark_failed(spec: RunSpec, log: "RunLog", reason: str, last) -> None:
 def _prepare(spec: RunSpec):
     """Rebuild a spec's method, experiment and data in this process, checking
     the hash still matches the sweep's; -> (method, exp, bundle, device, steps)."""
-    from bench.methods import create_method
-
-    from bench.core.device import default_device
-    from bench.core.schedule import steps_per_epoch
-
     # this process (a fork of the pool's server, a SLURM task) resolves the
     # names itself: the sweep's plugins first, and any entry point
     plugins.load_carried(spec.plugins)
-    method = create_method(spec.method, dict(spec.method_overrides))
+    method = methods.create_method(spec.method, dict(spec.method_overrides))
     exp, bundle = experiment_for(spec, method)
     if exp.chash != spec.chash:
         raise BenchError(f"config hash {exp.chash} differs from the sweep's {spec.chash} "
@@ -138,17 +146,14 @@ def _prepare(spec: RunSpec):
 
 
 def _train(spec: RunSpec, log: RunLog, ctx: dict) -> str:
-    from bench.train.experiment import run_seed
-    from bench.train.resume import say_to
-
     method, exp, bundle, device, total = _prepare(spec)
     sets = worker_sets(spec, exp, bundle)  # read before training: a bad set fails at step 0
     log(f"device {device}, {total} steps, batch size {exp.train.batch_size}")
     beat = ctx["counter"] = Heartbeat([spec.record], total, [log])
     with say_to(log):  # "resuming ..." only once a saved state has loaded, or why not
-        _, path = run_seed(exp, bundle, method, spec.seed, spec.results, device=device,
-                           force=True, progress=False, on_step=beat,
-                           keep_weights=spec.keep_weights, evals=sets)
+        _, path = experiment.run_seed(exp, bundle, method, spec.seed, spec.results,
+                                      device=device, force=True, progress=False, on_step=beat,
+                                      keep_weights=spec.keep_weights, evals=sets)
     test = Record(path).stored("test")
     return f"test acc {test['acc']:.4f} ece {test['ece']:.4f} nll {test['nll']:.4f}"
 
@@ -216,9 +221,6 @@ def _claim(specs: list[RunSpec], t0: float) -> tuple[dict[str, Outcome], list[Ru
 
 
 def _train_group(specs: list[RunSpec], logs: list, ctx: dict) -> str:
-    from bench.train.groups import member_name, run_members
-    from bench.train.resume import say_to
-
     # Each member's own method, experiment and hash check. Members share the
     # data inputs (fusegroups keys), so grid.bundle_for's cache loads it once;
     # run_members checks the data identities (check_lockstep) before training.
@@ -242,8 +244,6 @@ def _train_group(specs: list[RunSpec], logs: list, ctx: dict) -> str:
 
 def classify(err: BaseException, spec: RunSpec) -> str:
     """One line saying why a run failed. Out-of-memory never shrinks the batch."""
-    from bench.train.loop import NonFiniteLoss
-
     first = (str(err).strip().splitlines() or [""])[0]
     if isinstance(err, NonFiniteLoss):
         return first if first.startswith("non-finite loss") else f"non-finite loss: {first}"
@@ -258,8 +258,6 @@ def classify(err: BaseException, spec: RunSpec) -> str:
 
 
 def _is_oom(err: BaseException) -> bool:
-    import torch
-
     oom = getattr(torch.cuda, "OutOfMemoryError", ())
     return isinstance(err, oom) or (isinstance(err, RuntimeError)
                                     and "out of memory" in str(err).lower())
@@ -267,8 +265,6 @@ def _is_oom(err: BaseException) -> bool:
 
 def _last_step(err: BaseException, counter) -> int | None:
     """The trainer names the step of a non-finite loss; otherwise our count."""
-    from bench.train.loop import NonFiniteLoss
-
     hit = re.search(r"\bstep (\d+)", str(err)) if isinstance(err, NonFiniteLoss) else None
     if hit:
         return int(hit.group(1))
@@ -280,9 +276,6 @@ def _die_with_sweep(pid: int, start: str | None, every: float = 0.5) -> None:
     sweep leaves no orphan training (its lock goes stale and a rerun takes over).
     A watcher thread, because our parent is the fork server, which outlives the
     sweep while any of its children do (PR_SET_PDEATHSIG would never fire)."""
-    import signal
-    import threading
-
     def watch():
         while runstate.pid_alive(pid, start):
             time.sleep(every)
@@ -299,8 +292,6 @@ def _stop_on_signal() -> None:
     ignored while it unwinds: the sweep's SIGTERM right after the terminal's
     SIGINT once cut a run short before its finalizers ran (the sweep
     SIGKILLs a run that has not ended after a grace period)."""
-    import signal
-
     def handler(signum, frame):
         for sig in (signal.SIGINT, signal.SIGTERM):
             # a no-op, not SIG_IGN: a signal already pending when this ran
@@ -317,12 +308,6 @@ def child_main(spec_json: str, report: str, log: str, gpu: str | None, threads: 
                sweep: tuple[int, str | None]) -> None:
     """Entry point of a local run's own process (forked from a server that has
     torch imported but never initialised CUDA, so pinning here still works)."""
-    import json
-    import threading
-
-    import torch
-    from tqdm import tqdm
-
     _stop_on_signal()
     _die_with_sweep(*sweep)
     # tqdm's default lock is a multiprocessing RLock: a named semaphore that a
