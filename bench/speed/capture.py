@@ -36,6 +36,7 @@ import argparse
 import copy
 import dataclasses
 import sys
+import traceback
 from collections import Counter
 
 import torch
@@ -122,8 +123,6 @@ class OpCounter(TorchDispatchMode):
 
 def _caller() -> str:
     """The innermost frame outside torch's own files: where a host op is asked for."""
-    import traceback
-
     for frame in reversed(traceback.extract_stack()[:-3]):
         if "/torch/" not in frame.filename and "/functorch/" not in frame.filename:
             where = "/".join(frame.filename.split("/")[-2:])

@@ -27,6 +27,7 @@ import time
 
 import torch
 from tabulate import tabulate
+from torch.profiler import ProfilerActivity, profile
 
 from bench.core.config import PROFILES
 from bench.core.device import check_device, device_name
@@ -51,7 +52,6 @@ def _kernels(fn, device) -> int | None:
     """CUDA kernels (and copies) one call of fn launches, by torch.profiler."""
     if device.type != "cuda":
         return None
-    from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()

@@ -34,11 +34,14 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms as T
 from tqdm import tqdm
 
-from bench.core.device import check_device, default_device, device_name
-from bench.train.backbones import BACKBONES, build_model
 from bench.core.config import PROFILES, apply_overrides, parse_set, validate
+from bench.core.device import check_device, default_device, device_name
 from bench.core.errors import BenchError
+from bench.datasets import load_dataset
+from bench.datasets.base import Split
 from bench.methods.base import Method
+from bench.train.backbones import BACKBONES, build_model
+from bench.train.fused import train_fused
 from bench.train.loop import normalise, predict_logits, sync, to_device_images, train
 
 IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])  # the reference's T.Normalize
@@ -82,8 +85,6 @@ class MultiHeadCE(Method):
 # -------------------------------------------------------------------- data --
 def load_images(s: Settings):
     """digits (real, offline) at the requested size; tiled to the needed count."""
-    from bench.datasets import load_dataset
-
     bundle = load_dataset("digits", image_size=s.size)
     need = max(s.steps, s.warmup_steps) * s.batch_size
     reps = -(-need // len(bundle.train))
@@ -97,8 +98,6 @@ def load_images(s: Settings):
 def subset_bundle(bundle, images, labels, n: int):
     """A copy of `bundle` whose train split is the first n images; tiny val/test
     splits keep the (untimed) end-of-cycle evaluation short."""
-    from bench.datasets.base import Split
-
     small = lambda sp: Split(sp.images[:16], sp.labels[:16])  # noqa: E731
     return dataclasses.replace(bundle, train=Split(images[:n], labels[:n]),
                                val=small(bundle.val), test=small(bundle.test))
@@ -131,8 +130,6 @@ def harness_train(model, method, s: Settings, data, steps: int) -> float:
 def fused_train(model, method, s: Settings, data, steps: int) -> float:
     """Images/s of all seeds together (S x 8 images per step). A fused record's
     train_images_per_s is already that: its images over its share of the time."""
-    from bench.train.fused import train_fused
-
     cfg = harness_config(s)
     bundle = subset_bundle(data[0], data[1], data[2], steps * s.batch_size)
     seeds = list(range(s.seed, s.seed + s.fused_seeds))

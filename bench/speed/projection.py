@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.core.config import PROFILES
 from bench.core.paper import PAPER_METHODS
+from bench.core.schedule import steps_per_epoch
+from bench.datasets import chaoyang, kvasir
 from bench.datasets.medmnist import PATHMNIST_PUBLISHED
 from bench.methods import create_method
-from bench.core.config import PROFILES
-from bench.core.schedule import steps_per_epoch
 
 # The paper's trained methods (Tables 1-2) and their head counts.
 PAPER_HEADS = {m: create_method(m).heads for m in PAPER_METHODS}
@@ -43,8 +44,6 @@ PATHMNIST = (9, *PATHMNIST_PUBLISHED.values())
 def data_shapes() -> dict[str, DataShape]:
     """The three paper datasets. Chaoyang and Kvasir counts come from their
     adapters' constants (docs/fidelity.md), so a changed split shows up here too."""
-    from bench.datasets import chaoyang, kvasir
-
     cy, kv = chaoyang.PUBLISHED, kvasir.PUBLISHED
     k, tr, va, te = PATHMNIST
     return {

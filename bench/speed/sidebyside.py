@@ -28,6 +28,8 @@ from tabulate import tabulate
 
 from bench.core.device import check_device, default_device
 from bench.core.errors import BenchError, choices_error
+from bench.speed import gpuplan as G
+from bench.speed.steptime import measure
 
 VARIANTS = ("fp32", "bf16")
 
@@ -35,8 +37,6 @@ VARIANTS = ("fp32", "bf16")
 def make_job(dataset: str, backbone: str, heads: int, members: int, variant: str,
              image_size: int = 0):
     """The gpuplan job of that cell: one run (members 1) or a seed group."""
-    from bench.speed import gpuplan as G
-
     if variant not in VARIANTS:
         raise choices_error("variant", variant, VARIANTS)
     s = G.Settings(device="cpu", datasets=(dataset,), backbones=(backbone,), heads=(heads,),
@@ -49,8 +49,6 @@ def make_job(dataset: str, backbone: str, heads: int, members: int, variant: str
 
 def _child(job, device, steps, warmup, threads, barrier, queue) -> None:
     """One process: build, warm up, wait for the others, time `steps` steps."""
-    from bench.speed.steptime import measure
-
     try:
         torch.set_num_threads(threads)
         m = measure(job, device, steps, warmup, job.cfg.batch_size, float("inf"),

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 import torch
+from torch._dynamo.utils import counters
 from torch.utils.flop_counter import FlopCounterMode
 
 from bench.train.backbones import build_model
@@ -125,8 +126,6 @@ def measure(job: Job, device, n_steps: int, n_warmup: int, eval_n: int,
     """Time one job. Returns ms_step, eval_ms_image, the first (warm-up) step's
     seconds (compile time shows there) and, if asked, FLOPs per step of ONE
     member (a fused group does members x that)."""
-    from torch._dynamo.utils import counters
-
     device = torch.device(device)
     cfg = job.cfg
     n_warmup = max(n_warmup, 1)  # step 0 is always run (and timed alone)
