@@ -64,7 +64,7 @@ def _names(values: tuple) -> set:
 
 def check(opts: EvalOptions) -> tuple:
     """Every flag checked before anything is read or written: (root, EvalSpecs)."""
-    # on demand: `bench eval --help` and `import bench.api` import this module (EvalOptions)
+    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
     from bench.core import store
     from bench.sweep.evals import check as check_evals
 
@@ -84,7 +84,7 @@ FILTERS = ("dataset", "method", "backbone")
 def selected(root, opts: EvalOptions) -> list:
     """The keys of complete records under `root` passing the filters; a
     filter naming what no record under `root` has is refused (one line)."""
-    # on demand: `bench eval --help` and `import bench.api` import this module (EvalOptions)
+    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
     from bench.core import store
 
     keys = list(store.iter_seed_dirs(root))
@@ -104,7 +104,7 @@ def evaluate_results(opts: EvalOptions, progress: bool = True) -> list[EvalRow]:
     set. Every source is read (and every corrupted set built) before any
     record is evaluated: a set that cannot apply to the records (a site set
     of other classes, their own dataset as ood:) stops here in one line."""
-    # on demand: `bench eval --help` and `import bench.api` import this module (EvalOptions)
+    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
     from tqdm import tqdm
     from bench.core.config import parse_data_opts
 
@@ -149,7 +149,7 @@ def _check_sizes(root, keys, specs) -> None:
     """Each ood/site source's files at every test size the records read it at,
     before any set is built (a record whose config cannot be read is left to
     its own row)."""
-    # on demand: `bench eval --help` and `import bench.api` import this module (EvalOptions)
+    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
     from bench.core.record import Record
     from bench.sweep.evals import check_sizes
     from bench.train.evaluate import train_config
@@ -169,7 +169,7 @@ def _plans(root, keys, given: tuple, progress: bool) -> set:
     will be evaluated (intact, kept weights); a --data-opt contradicting a
     record's own is refused here. A record whose config cannot be read is
     left to its own row."""
-    # on demand: `bench eval --help` and `import bench.api` import this module (EvalOptions)
+    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
     from bench.core import store
     from bench.core.record import Record
     from bench.train.evaluate import record_options, train_config
@@ -192,7 +192,7 @@ def _plans(root, keys, given: tuple, progress: bool) -> set:
 def _prepare(plans: set, specs, data_root, progress: bool) -> None:
     """Read every ood/site set, then build every corrupted set, once per plan
     (bench.sweep.evals.prepare does the same for bench run)."""
-    # on demand: `bench eval --help` and `import bench.api` import this module (EvalOptions)
+    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
     from bench.train.evaluate import eval_data
 
     for shift in (False, True):  # a set that cannot be read stops before minutes of corrupting
@@ -203,7 +203,7 @@ def _prepare(plans: set, specs, data_root, progress: bool) -> None:
 
 
 def _one(path, root, specs, data_root, given, device, progress) -> list[EvalRow]:
-    # on demand: `bench eval --help` and `import bench.api` import this module (EvalOptions)
+    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
     from bench.core import store
     from bench.core.record import Record
 
@@ -222,7 +222,7 @@ def _one(path, root, specs, data_root, given, device, progress) -> list[EvalRow]
 
 
 def _evaluate(record, specs, data_root, given, device, progress) -> list[EvalRow]:
-    # on demand: `bench eval --help` and `import bench.api` import this module (EvalOptions)
+    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
     from bench.train.evaluate import evaluate_record, missing_sets, record_sets
 
     label = record.key.label
