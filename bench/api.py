@@ -28,10 +28,15 @@ from pathlib import Path
 import pandas as pd
 
 from bench.core import plugins as plugin_routes
+from bench.core import store
 from bench.core.errors import BenchError
 from bench.core.flags import from_keywords, signature
-from bench.report import Report, ReportOptions
+from bench.report import Report, ReportOptions, build
+from bench.report.output import write_report
+from bench.results import load as load_results
+from bench.sweep.evalrun import EvalOptions, evaluate_results
 from bench.sweep.options import RunOptions
+from bench.sweep.runstate import live_holder
 
 RUN_COLUMNS = ["dataset", "backbone", "method", "config_hash", "seed", "status", "reason",
                "record"]
@@ -57,10 +62,12 @@ def run(*leading, **options) -> pd.DataFrame:
     (test_acc, test_ece, ...)."""
     opts = from_keywords(RunOptions, "bench.api.run", options, leading, RUN_POSITIONAL)
     plugin_routes.load(list(opts.plugin))  # registered here; the grid carries them to the workers
+    # `import bench.api` stays light: the sweep loads when run() runs
     from bench.sweep.plan import execute, plan
 
     grid = plan(opts)
     if opts.dry_run:
+        # `import bench.api` stays light: the sweep loads when run() runs
         from bench.sweep.grid import run_status
 
         outcomes = {}
@@ -82,13 +89,10 @@ run.__signature__ = signature(RunOptions, RUN_POSITIONAL)
 
 def _with_metrics(runs: pd.DataFrame, results: str) -> pd.DataFrame:
     """The runs, with the metric columns of every complete record among them."""
-    from bench.core import store
-    from bench.results import load
-
     complete = [r for r in runs["record"] if store.is_complete(Path(r))]
     if not complete:
         return runs
-    frame = load(results, measures=False)
+    frame = load_results(results, measures=False)
     frame = frame.assign(record=frame["path"].map(str))
     keys = ["dataset", "backbone", "method", "config_hash", "seed", "path"]
     metrics = frame[frame["record"].isin(complete)].drop(columns=keys)
@@ -107,17 +111,11 @@ def report(results_dir="results", out_dir="reports", **options) -> Report:
     (the files written) and `text` (what the command prints). With
     `out_dir=None` nothing is written. Figures are Figure objects of their
     own: a notebook's matplotlib state is left alone."""
-    from bench.core import store
-    from bench.report import build
-    from bench.sweep.runstate import live_holder
-
     opts = _report_options(options)
     opts.validate()
     out = store.require_writable_dir(out_dir, "--out") if out_dir is not None else None
     rep = build(results_dir, opts, cache_dir=out, live=live_holder)
     if out is not None:
-        from bench.report.output import write_report
-
         write_report(rep, out)  # whole or not at all, as `bench report` writes it
     return rep
 
@@ -148,21 +146,13 @@ def evaluate(*leading, **options) -> pd.DataFrame:
     `backbone`, `data_root`, `device`), `results` also first positionally.
     Returns one row per record and set: `status` is evaluated, already stored,
     no kept weights, damaged or failed (`why` says why)."""
-    from bench.sweep.evalrun import EvalOptions, evaluate_results
-
     opts = from_keywords(EvalOptions, "bench.api.evaluate", options, leading, ("results",))
     rows = evaluate_results(opts, progress=not opts.no_progress)
     return pd.DataFrame([{**dataclasses.asdict(r), "images_per_s": r.images_per_s}
                          for r in rows], columns=EVAL_COLUMNS)
 
 
-def _eval_signature():
-    from bench.sweep.evalrun import EvalOptions
-
-    return signature(EvalOptions, ("results",))
-
-
-evaluate.__signature__ = _eval_signature()
+evaluate.__signature__ = signature(EvalOptions, ("results",))
 
 
 __all__ = ["run", "report", "evaluate", "Report", "ReportOptions", "RunOptions", "BenchError"]
