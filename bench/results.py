@@ -9,9 +9,14 @@ See bench.report.numbers.frame and bench.report.numbers.cells. `shift(results_di
 `ood(results_dir)`: the records' evaluation sets as tidy frames, the data of
 `bench report --shift` / `--ood`; `sets(results_dir)`: conformal prediction
 sets (`bench report --sets`)."""
+import pandas as pd
+
 from bench.calib import measures as _measures
-from bench.core.record import COSTS
-from bench.report.numbers import frame
+from bench.core.record import COSTS, Record
+from bench.report import ReportOptions, pipeline
+from bench.report.evals import evalsets
+from bench.report.evals import ood as ood_report
+from bench.report.numbers import cells, frame
 from bench.report.numbers.frame import damaged
 
 METRICS = _measures.stored()  # the test_/val_ columns metrics.json holds
@@ -24,8 +29,6 @@ def load(results_dir, measures: bool = True, cache_dir=None):
     df = frame.load(results_dir)
     if not measures or df.empty:
         return df
-    from bench.core.record import Record
-    from bench.report.numbers import cells
 
     cache = cells.cache_for(cache_dir) if cache_dir is not None else cells.Cache()
     recs = [Record(p) for p in df["path"]]
@@ -66,11 +69,6 @@ def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=Fal
     classes). `eval_sets=True`: the same on the records' shift and site sets
     (its sets/sets_shift_long.csv: eval_set, corruption, severity columns
     too; site sets have neither)."""
-    import pandas as pd
-
-    from bench.report import ReportOptions, pipeline
-    from bench.report.numbers import cells
-
     opts = ReportOptions(sets=True, sets_alpha=alpha, variants=variants, no_ts=no_ts,
                          no_plots=True, no_progress=True)
     opts.validate()
@@ -79,6 +77,7 @@ def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=Fal
     data = pipeline.sets_report(opts, runs, cache)
     cache.save()
     if eval_sets:
+        # the set-shift tables on demand: `import bench.results` and `bench.api` stay light
         from bench.report.evals.setshift import LONG_COLUMNS
 
         return data.shifted.frame if data.shifted is not None else pd.DataFrame(
@@ -87,11 +86,6 @@ def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=Fal
 
 
 def _eval_frame(results_dir, kind: str, cache_dir, **options):
-    from bench.report import ReportOptions, pipeline
-    from bench.report.numbers import cells
-    from bench.report.evals import evalsets
-    from bench.report.evals import ood as ood_report
-
     opts = ReportOptions(**{kind: True}, no_plots=True, no_progress=True, **options)
     opts.validate()
     runs, _, _ = pipeline.load(results_dir, opts)
