@@ -15,6 +15,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from bench.core import evalfiles, store
+from bench.core.evalfiles import MANIFEST, file_name
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,6 @@ def check_results(results) -> ResultsCheck:
 def eval_damage(root, keys) -> list:
     """(record label, file, reason) of each evaluation file (evals.json,
     eval-<set>.npz) that does not match its record's manifest."""
-    from bench.core.evalfiles import MANIFEST, file_name
-
     return [(k.label, what if what == MANIFEST else file_name(what), why) for k in keys
             if (k.path(root) / MANIFEST).exists()
             for what, why in evalfiles.check(k.path(root))]

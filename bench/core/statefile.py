@@ -39,6 +39,7 @@ NUMPY_KINDS = "biufc"  # never object, void or string arrays
 @functools.cache
 def dtypes() -> dict:
     """The header's dtype code -> the torch dtype (the safetensors codes)."""
+    # torch on demand: bench.core loads without it (a dry run reads a state's header only)
     import torch
 
     return {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
@@ -59,6 +60,7 @@ class Damaged(ValueError):
 # ---------------------------------------------------------------- write --
 def dumps(state) -> bytearray:
     """`state` as the bytes of one state file (tensor bytes copied once)."""
+    # torch on demand: bench.core loads without it (a dry run reads a state's header only)
     import torch
 
     tensors: list[torch.Tensor] = []
@@ -84,6 +86,7 @@ def dumps(state) -> bytearray:
 
 
 def _encode(obj, tensors: list):
+    # torch on demand: bench.core loads without it (a dry run reads a state's header only)
     import torch
 
     if isinstance(obj, np.generic):  # before float: np.float64 is a float subclass
@@ -112,6 +115,7 @@ def _encode(obj, tensors: list):
 def _array(a: np.ndarray, tensors: list) -> list:
     if a.dtype.kind not in NUMPY_KINDS:
         raise TypeError(f"a numpy {a.dtype} array cannot be stored in a state file")
+    # torch on demand: bench.core loads without it (a dry run reads a state's header only)
     import torch
 
     raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
@@ -178,6 +182,7 @@ def _split(data: memoryview, more: int = 0) -> tuple[dict, memoryview]:
 
 
 def _tensor(entry: dict, body: memoryview) -> torch.Tensor:
+    # torch on demand: bench.core loads without it (a dry run reads a state's header only)
     import torch
 
     dtype = dtypes()[entry["dtype"]]
@@ -233,6 +238,7 @@ def _numpy(spec, tensors: list) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind not in NUMPY_KINDS or dtype.hasobject:
         raise Damaged(f"malformed (a numpy {dtype} array)")
+    # torch on demand: bench.core loads without it (a dry run reads a state's header only)
     import torch
 
     raw = tensors[_index(i, tensors)]
