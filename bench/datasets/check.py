@@ -15,6 +15,8 @@ import numpy as np
 from tabulate import tabulate
 
 from bench.core.config import load_kwargs, parse_data_opts
+from bench.datasets import DATASETS, FILE_INDEXES, medmnist
+from bench.datasets.cache import check_cache, default_cache_dir, verify
 
 SPLITS = ("train", "val", "test")
 
@@ -55,8 +57,6 @@ class DataCheck:
 def check_dataset(dataset: str, data_root=None, data_opts=(), download: bool = False,
                   progress: bool = True) -> DataCheck:
     """Count `dataset`'s splits and, for a file list, decode every file."""
-    from bench.datasets import DATASETS, FILE_INDEXES
-
     DATASETS.get(dataset)  # an unknown name: one line naming the choices
     if dataset in FILE_INDEXES:
         return _check_files(dataset, data_root, data_opts, progress)
@@ -67,9 +67,6 @@ def check_dataset(dataset: str, data_root=None, data_opts=(), download: bool = F
 
 
 def _check_files(dataset: str, data_root, data_opts, progress: bool) -> DataCheck:
-    from bench.datasets import FILE_INDEXES
-    from bench.datasets.cache import check_cache, default_cache_dir, verify
-
     opts = parse_data_opts(data_opts)
     cache = opts.pop("cache", None)
     index = FILE_INDEXES[dataset](data_root, **opts)
@@ -81,8 +78,6 @@ def _check_files(dataset: str, data_root, data_opts, progress: bool) -> DataChec
 
 def published_counts(name: str) -> dict[str, int]:
     """split -> published image count, where the dataset's authors give one."""
-    from bench.datasets import medmnist
-
     if name in medmnist.FLAGS:
         return medmnist.published_counts(name)
     return {}
