@@ -20,6 +20,7 @@ from bench.train.backbones import BACKBONES
 
 def registries() -> dict:
     """title -> registry, in the order `bench list` prints them."""
+    # the registries on demand: `bench run --help` and `bench list --keys` import this module
     from bench.calib import conformal
     from bench.calib.measures import MEASURES
     from bench.calib.ood import SCORES
@@ -53,6 +54,7 @@ def list_registries() -> str:
 def keys_table() -> str:
     """Every --set key: training keys (paper profile defaults), then method keys,
     each as its dataclass field declares it (bench.core.settings)."""
+    # the methods on demand: `bench run --help` imports this module (bench.cli.commands)
     from bench.methods import every_method, method_params
 
     rows = [_key_row(PROFILES["paper"], f, "all") for f in dataclasses.fields(TrainConfig)]

@@ -17,6 +17,7 @@ Nothing of the record itself changes: sets go to evals.json + eval-<set>.npz
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from bench.core.device import check_device, default_device
@@ -123,11 +124,9 @@ def evaluate_results(opts: EvalOptions, progress: bool = True) -> list[EvalRow]:
     return rows
 
 
-
 def summary_text(rows: list[EvalRow]) -> str:
     """The closing table (record, set, images, seconds, images/s, status), then counts."""
-    from collections import Counter
-
+    # tabulate on demand: `bench eval --help` reads EvalOptions here
     from tabulate import tabulate
 
     table = [[r.record, r.set, r.images or "", f"{r.seconds:.2f}" if r.seconds else "",

@@ -15,7 +15,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.core import plugins, store
+from bench.core import plugins, statefile, store
 from bench.core.config import TrainConfig, load_kwargs
 from bench.core.errors import BenchError
 from bench.core.flags import Options, declared
@@ -308,12 +308,9 @@ def run_status(spec: RunSpec) -> tuple[str, str]:
 def _resume_note(state) -> str:
     """What a rerun does with a killed run's state file (bench.train.resume),
     judged from its header and size alone (a dry run reads no tensors)."""
-    # torch on demand (statefile): `bench data check` imports this module (via bench.sweep.plan)
-    from bench.core.statefile import damage
-
     if not state.exists():
         return ""
-    why = damage(state)
+    why = statefile.damage(state)
     if why:
         return f"its resume state is damaged ({why}): a real run sets it aside, trains from step 0"
     return "resumes from its state saved at a cycle end"

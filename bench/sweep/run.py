@@ -9,6 +9,7 @@ from tqdm import tqdm
 from bench.core import store
 from bench.core.errors import says_disk_full
 from bench.core.outcomes import FINAL, Outcome
+from bench.core.statefile import damage
 from bench.sweep.executor_options import ExecutorOptions
 from bench.sweep.executors import EXECUTORS, executor_name
 
@@ -68,9 +69,8 @@ def set_aside_damaged_state(spec) -> bool:
     and size, bench.core.statefile.damage) is set aside here and said on the
     terminal; the run then trains from step 0. (What only reading it whole
     finds, a state saved for another run, its worker says in the run's log.)"""
-    # torch on demand (statefile, resume): `bench run` imports this module
-    # before it checks its flags
-    from bench.core.statefile import damage
+    # torch on demand (bench.train.resume): `bench run` imports this module before
+    # it checks its flags
     from bench.train.resume import set_aside
 
     state = store.state_path(spec.record)
