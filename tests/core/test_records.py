@@ -14,6 +14,8 @@ from bench.core import store
 from bench.cli.main import main
 
 TINY = ["--profile", "quick", "--set", "cycles=1", "--set", "image_size=16", "--no-progress"]
+# one epoch of 16 steps (batch 64): what these tests check is the record, not the training
+ONE_EPOCH = [*TINY, "--set", "epochs_per_cycle=1", "--set", "batch_size=64"]
 
 
 def record_paths(root: Path) -> list[Path]:
@@ -25,8 +27,7 @@ def seed_dirs(root: Path) -> dict[str, Path]:
 
 
 def test_record_layout_and_contents(tmp_path, capsys):
-    assert main(["run", "--seeds", "1", "--results", str(tmp_path), *TINY,
-                 "--set", "epochs_per_cycle=1"]) == 0
+    assert main(["run", "--seeds", "1", "--results", str(tmp_path), *ONE_EPOCH]) == 0
     (path,) = seed_dirs(tmp_path).values()
     config = json.loads((path / "config.json").read_text())
     metrics = json.loads((path / "metrics.json").read_text())
@@ -51,7 +52,7 @@ def test_record_layout_and_contents(tmp_path, capsys):
 
 
 def test_rerun_skips_and_force_retrains(tmp_path, capsys):
-    args = ["run", "--seeds", "1", "--results", str(tmp_path), *TINY, "--set", "epochs_per_cycle=1"]
+    args = ["run", "--seeds", "1", "--results", str(tmp_path), *ONE_EPOCH]
     main(args)
     (path,) = seed_dirs(tmp_path).values()
     first = (path / "metrics.json").stat().st_mtime_ns
@@ -64,7 +65,7 @@ def test_rerun_skips_and_force_retrains(tmp_path, capsys):
 
 
 def test_changed_setting_gives_a_new_record(tmp_path):
-    base = ["run", "--seeds", "1", "--results", str(tmp_path), *TINY, "--set", "epochs_per_cycle=1"]
+    base = ["run", "--seeds", "1", "--results", str(tmp_path), *ONE_EPOCH]
     main(base)
     main(base + ["--set", "lr=0.02"])
     assert len(list(tmp_path.glob("digits/smallcnn/sl1h/*/seed0"))) == 2
@@ -174,7 +175,7 @@ def test_point1_verify_sees_a_same_size_change(tmp_path):
 
 
 def test_point1_damaged_record_is_moved_aside_and_retrained(tmp_path, capsys):
-    args = ["run", "--seeds", "1", "--results", str(tmp_path), *TINY, "--set", "epochs_per_cycle=1"]
+    args = ["run", "--seeds", "1", "--results", str(tmp_path), *ONE_EPOCH]
     assert main(args) == 0
     (path,) = seed_dirs(tmp_path).values()
     npz = path / "predictions.npz"
