@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install mhml-bench (editable) with its test extras.
-# Idempotent: a second call only checks that everything is installed.
+# Idempotent: a second call only checks that everything is installed (pip is
+# skipped while setup.sh and pyproject.toml are unchanged; see below).
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -10,16 +11,27 @@ if [ ! -x .venv/bin/python ]; then
     step "creating .venv"
     "$PY" -m venv .venv
 fi
-step "installing torch and torchvision (minutes on a fresh machine)"
-# torch/torchvision pinned to releases that install offline from this
-# workplace's local index; anywhere else pip fetches them from PyPI.
-.venv/bin/python -m pip install -q --disable-pip-version-check \
-    "torch==2.14.1" "torchvision==0.29.1" 2>&1 | grep -v '^WARNING: Location' || true
-step "installing mhml-bench and its test extras"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,extra]" 2>&1 \
-    | grep -v '^WARNING: Location' || true
-.venv/bin/python -c "import bench.methods, bench.datasets, torch" \
-    || { echo "setup.sh: installation failed" >&2; exit 1; }
+# pip's own check of an installed .venv takes a minute on a loaded 2-core machine:
+# skipped while setup.sh and pyproject.toml are those of the last full install
+# and the package still imports (a changed pin or dependency installs again)
+STAMP=.venv/.setup-stamp
+WANT="$(cat setup.sh pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT" ] \
+        && .venv/bin/python -c "import bench.methods, bench.datasets, torch" 2>/dev/null; then
+    step "python packages already installed (setup.sh and pyproject.toml unchanged)"
+else
+    step "installing torch and torchvision (minutes on a fresh machine)"
+    # torch/torchvision pinned to releases that install offline from this
+    # workplace's local index; anywhere else pip fetches them from PyPI.
+    .venv/bin/python -m pip install -q --disable-pip-version-check \
+        "torch==2.14.1" "torchvision==0.29.1" 2>&1 | grep -v '^WARNING: Location' || true
+    step "installing mhml-bench and its test extras"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,extra]" 2>&1 \
+        | grep -v '^WARNING: Location' || true
+    .venv/bin/python -c "import bench.methods, bench.datasets, torch" \
+        || { echo "setup.sh: installation failed" >&2; exit 1; }
+    echo "$WANT" > "$STAMP"
+fi
 # pdflatex for `bench report` tables and their compile test (booktabs,
 # rotating, amssymb all come with texlive-latex-recommended). Only where it is
 # missing and apt-get exists (root, or passwordless sudo); never fatal.
