@@ -191,11 +191,7 @@ def fragment(rep: OodReport, stats: pd.DataFrame, block) -> str:
     title = (f"Out-of-distribution detection on the \\textbf{{{latex.tex_escape(dataset_name(ds, rep.labels))}"
              f" dataset}}, {latex.tex_escape(backbone_name(bb, rep.labels))}, against "
              f"\\textbf{{{latex.tex_escape(name)}}}")
-    return "\n".join(["\\begin{table}", "\\centering", "\\setlength\\tabcolsep{3pt}",
-                      latex.FIT_OPEN, "\n".join(lines) + "}",
-                      "\\par\\smallskip{\\footnotesize " + TEX_NOTE + "\\par}",
-                      f"\\caption{{{title}.}}\\label{{tab:{ds}_{bb}_ood_{name}}}",
-                      "\\end{table}"]) + "\n"
+    return latex.eval_float(lines, "3pt", TEX_NOTE, title, f"{ds}_{bb}_ood_{name}")
 
 
 def write(rep: OodReport, out: Path) -> tuple[list[Path], list[tuple]]:

@@ -81,11 +81,7 @@ def shift_fragment(data: ShiftSets, stats, block, sections=None, labels=None) ->
     title = (f"Conformal prediction sets under distribution shift on the \\textbf{{"
              f"{latex.tex_escape(dataset_name(ds, labels))} dataset}}, "
              f"{latex.tex_escape(backbone_name(bb, labels))}")
-    return "\n".join(["\\begin{table}", "\\centering", "\\setlength\\tabcolsep{2pt}",
-                      latex.FIT_OPEN, "\n".join(lines) + "}",
-                      "\\par\\smallskip{\\footnotesize " + note + "\\par}",
-                      f"\\caption{{{title}.}}\\label{{tab:{ds}_{bb}_sets_shift}}",
-                      "\\end{table}"]) + "\n"
+    return latex.eval_float(lines, "2pt", note, title, f"{ds}_{bb}_sets_shift")
 
 
 def _block(stats, block, name) -> pd.DataFrame:

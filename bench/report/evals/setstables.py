@@ -126,11 +126,7 @@ def fragment(data, stats, block, sections=None, labels=None, where: str = "",
     title = (f"Conformal prediction sets on the \\textbf{{"
              f"{latex.tex_escape(dataset_name(ds, labels))} dataset}}, "
              f"{latex.tex_escape(backbone_name(bb, labels))}{latex.tex_escape(where)}")
-    return "\n".join(["\\begin{table}", "\\centering", "\\setlength\\tabcolsep{2pt}",
-                      latex.FIT_OPEN, "\n".join(lines) + "}",
-                      "\\par\\smallskip{\\footnotesize " + tex_note + "\\par}",
-                      f"\\caption{{{title}.}}\\label{{tab:{ds}_{bb}_{tag}}}",
-                      "\\end{table}"]) + "\n"
+    return latex.eval_float(lines, "2pt", tex_note, title, f"{ds}_{bb}_{tag}")
 
 
 def figure(data, stats, block, sections=None, labels=None):

@@ -163,6 +163,15 @@ def fragment(table: Table, missing: list[str] = ()) -> str:
     return "\n".join(body) + "\n"
 
 
+def eval_float(lines: list[str], colsep: str, note: str, title: str, label: str) -> str:
+    """An evaluation table's float (--ood, --sets, their shift tables): the
+    tabular `lines` fitted to the line width, a footnote line, the caption."""
+    return "\n".join(["\\begin{table}", "\\centering", f"\\setlength\\tabcolsep{{{colsep}}}",
+                      FIT_OPEN, "\n".join(lines) + "}",
+                      "\\par\\smallskip{\\footnotesize " + note + "\\par}",
+                      f"\\caption{{{title}.}}\\label{{tab:{label}}}", "\\end{table}"]) + "\n"
+
+
 def document(fragment_names: list[str]) -> str:
     """A wrapper that \\input{}s fragments lying beside it."""
     inputs = "\n\\clearpage\n".join(f"\\input{{{name}}}" for name in fragment_names)
