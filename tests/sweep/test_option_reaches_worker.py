@@ -19,11 +19,16 @@ class ProbeOptions(RunOptions):
     probe: int = option(0, "a test-only run option", worker=True)
 
 
-def _opts(results, **extra) -> ProbeOptions:
-    return from_keywords(ProbeOptions, "test", dict(
-        method="sl1h", dataset="digits", backbone="smallcnn", seeds=2, profile="quick",
+def _grid(cls, results, seeds: int = 1, **extra):
+    """A tiny digits grid's options of class `cls`, as bench.api builds them."""
+    return from_keywords(cls, "test", dict(
+        method="sl1h", dataset="digits", backbone="smallcnn", seeds=seeds, profile="quick",
         results=str(results), overrides={"cycles": 1, "epochs_per_cycle": 1, "image_size": 16},
         **extra))
+
+
+def _opts(results, **extra) -> ProbeOptions:
+    return _grid(ProbeOptions, results, seeds=2, **extra)
 
 
 def test_a_new_run_option_arrives_in_the_workers_spec(tmp_path):
@@ -52,10 +57,7 @@ def test_the_worker_sees_it_when_it_rebuilds_the_run(tmp_path, monkeypatch):
 
 
 def test_the_plain_options_carry_nothing_extra_and_keep_their_hash(tmp_path):
-    plain = plan(from_keywords(RunOptions, "test", dict(
-        method="sl1h", dataset="digits", backbone="smallcnn", seeds=1, profile="quick",
-        results=str(tmp_path), overrides={"cycles": 1, "epochs_per_cycle": 1,
-                                          "image_size": 16}))).specs
+    plain = plan(_grid(RunOptions, tmp_path)).specs
     probed = plan(_opts(tmp_path, probe=5)).specs
     assert plain[0].run_options == () and plain[0].option("probe") is None
     assert probed[0].chash == plain[0].chash  # a worker option is not hashed
@@ -69,10 +71,7 @@ class HashedOptions(RunOptions):
 
 
 def _hashed(results, **extra) -> HashedOptions:
-    return from_keywords(HashedOptions, "test", dict(
-        method="sl1h", dataset="digits", backbone="smallcnn", seeds=1, profile="quick",
-        results=str(results), overrides={"cycles": 1, "epochs_per_cycle": 1, "image_size": 16},
-        **extra))
+    return _grid(HashedOptions, results, **extra)
 
 
 def test_a_hashed_option_moves_the_hash_only_away_from_its_default(tmp_path):
@@ -98,10 +97,7 @@ def test_the_worker_rebuilds_the_same_hash_and_the_record_config_names_it(tmp_pa
 def test_the_dry_run_shows_run_options_in_its_table_and_json(tmp_path):
     from bench.sweep.dryrun import protocol_json, protocol_table, protocols
 
-    plain = plan(from_keywords(RunOptions, "test", dict(
-        method="sl1h", dataset="digits", backbone="smallcnn", seeds=1, profile="quick",
-        results=str(tmp_path), overrides={"cycles": 1, "epochs_per_cycle": 1,
-                                          "image_size": 16})))
+    plain = plan(_grid(RunOptions, tmp_path))
     rows = protocols(plain.specs, plain.experiments)
     assert "run_options" not in rows[0] and "run options" not in protocol_table(rows)
     grid = plan(_hashed(tmp_path, tau=2.5))
