@@ -15,7 +15,7 @@ fi
 # skipped while setup.sh and pyproject.toml are those of the last full install
 # and the package still imports (a changed pin or dependency installs again)
 STAMP=.venv/.setup-stamp
-WANT="$(cat setup.sh pyproject.toml | sha256sum | cut -d' ' -f1)"
+WANT="$({ cat setup.sh pyproject.toml 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT" ] \
         && .venv/bin/python -c "import bench.methods, bench.datasets, torch" 2>/dev/null; then
     step "python packages already installed (setup.sh and pyproject.toml unchanged)"

@@ -1,0 +1,14 @@
+"""tests/conftest.py's SLOW_FIRST names test modules that exist: a renamed or
+moved module would silently drop back to its collection place under ./test.sh's
+workers, and the suite would end with it running alone."""
+from pathlib import Path
+
+from tests.conftest import SLOW_FIRST
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_slow_first_names_existing_test_modules():
+    missing = [name for name in SLOW_FIRST if not (TESTS / name).is_file()]
+    assert missing == []
+    assert len(set(SLOW_FIRST)) == len(SLOW_FIRST)
