@@ -27,7 +27,6 @@ from tabulate import tabulate
 
 from bench.calib import ood as O
 from bench.core.errors import BenchError
-from bench.core.files import write_text
 from bench.core.paper import DENS, ENSEMBLE_OF
 from bench.report.render import latex
 from bench.report.numbers.aggregate import write_frame
@@ -204,10 +203,7 @@ def write(rep: OodReport, out: Path) -> tuple[list[Path], list[tuple]]:
         ds, bb, name = block
         stem = f"ood_{ds}_{bb}_{name}"
         md = markdown(rep, stats, block)
-        write_text(tdir / f"{stem}.tex", fragment(rep, stats, block))
-        write_text(tdir / f"{stem}_doc.tex", latex.document([stem]))
-        write_text(tdir / f"{stem}.md", md + "\n")
-        written += [tdir / f"{stem}.tex", tdir / f"{stem}_doc.tex", tdir / f"{stem}.md"]
+        written += latex.write_table(tdir, stem, fragment(rep, stats, block), md)
         sections.append((f"{dataset_name(ds, rep.labels)} / {backbone_name(bb, rep.labels)}: "
                          f"out-of-distribution detection against {name}", md))
     written.append(write_frame(out / "ood" / "ood_long.csv", rep.frame))

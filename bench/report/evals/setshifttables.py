@@ -16,7 +16,6 @@ import pandas as pd
 from tabulate import tabulate
 
 from bench.calib import conformal as CF
-from bench.core.files import write_text
 from bench.report.render import latex
 from bench.report.evals import setstables
 from bench.report.numbers.aggregate import write_frame
@@ -108,10 +107,7 @@ def write(data: ShiftSets, out: Path, sections=None, labels=None) -> tuple[list,
             md = setstables.markdown(data, sub, block, sections, labels)
             tex = setstables.fragment(data, sub, block, sections, labels, f", {where}",
                                       f"sets_{name}")
-        write_text(tdir / f"{stem}.tex", tex)
-        write_text(tdir / f"{stem}_doc.tex", latex.document([stem]))
-        write_text(tdir / f"{stem}.md", md + "\n")
-        written += [tdir / f"{stem}.tex", tdir / f"{stem}_doc.tex", tdir / f"{stem}.md"]
+        written += latex.write_table(tdir, stem, tex, md)
         secs.append((f"{dataset_name(ds, labels)} / {backbone_name(bb, labels)}: conformal "
                      f"prediction sets {where} (alpha = {data.alpha:g})", md))
     written.append(write_frame(out / "sets" / "sets_shift_long.csv", data.frame))

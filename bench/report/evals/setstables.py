@@ -19,7 +19,6 @@ from tabulate import tabulate
 
 from bench.calib import conformal as CF
 from bench.calib import measures as M
-from bench.core.files import write_text
 from bench.core.paper import DENS
 from bench.report.render import latex
 from bench.report.numbers.aggregate import write_frame
@@ -182,10 +181,8 @@ def write(data: SetsData, out: Path, sections=None, labels=None,
         ds, bb = block
         stem = f"sets_{ds}_{bb}"
         md = markdown(data, stats, block, sections, labels)
-        write_text(tdir / f"{stem}.tex", fragment(data, stats, block, sections, labels))
-        write_text(tdir / f"{stem}_doc.tex", latex.document([stem]))
-        write_text(tdir / f"{stem}.md", md + "\n")
-        written += [tdir / f"{stem}.tex", tdir / f"{stem}_doc.tex", tdir / f"{stem}.md"]
+        written += latex.write_table(tdir, stem, fragment(data, stats, block, sections, labels),
+                                     md)
         secs.append((f"{dataset_name(ds, labels)} / {backbone_name(bb, labels)}: conformal "
                      f"prediction sets (alpha = {data.alpha:g})", md))
         if plots:

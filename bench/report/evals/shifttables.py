@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.core.files import write_text
 from bench.core.paper import DENS
 from bench.report.render import kinds, latex, textables
 from bench.report.numbers.aggregate import write_frame
@@ -167,10 +166,7 @@ def write(rep: ShiftReport, out: Path, plots: bool = True) -> tuple[list[Path], 
         name = f"shift_{t.dataset}_{bb}"
         missing = missing_notes(t)
         md = markdown(t, missing)
-        write_text(tdir / f"{name}.tex", latex.fragment(t, missing))
-        write_text(tdir / f"{name}_doc.tex", latex.document([name]))
-        write_text(tdir / f"{name}.md", md + "\n")
-        written += [tdir / f"{name}.tex", tdir / f"{name}_doc.tex", tdir / f"{name}.md"]
+        written += latex.write_table(tdir, name, latex.fragment(t, missing), md)
         title = (f"{dataset_name(t.dataset, t.names)} / {backbone_name(bb, t.names)}: under "
                  "distribution shift (mean over corruptions at each severity)")
         sections.append((title, md))

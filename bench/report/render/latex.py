@@ -11,7 +11,10 @@ Only booktabs, rotating (sideways tables), amssymb and graphicx.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from bench.calib import measures as M
+from bench.core.files import write_text
 from bench.report.render.footnotes import table_notes
 from bench.report.render.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,
@@ -170,6 +173,15 @@ def eval_float(lines: list[str], colsep: str, note: str, title: str, label: str)
                       FIT_OPEN, "\n".join(lines) + "}",
                       "\\par\\smallskip{\\footnotesize " + note + "\\par}",
                       f"\\caption{{{title}.}}\\label{{tab:{label}}}", "\\end{table}"]) + "\n"
+
+
+def write_table(tdir: Path, stem: str, tex: str, md: str) -> list[Path]:
+    """TDIR/stem.tex (the float), stem_doc.tex (it compiled alone) and stem.md."""
+    files = {tdir / f"{stem}.tex": tex, tdir / f"{stem}_doc.tex": document([stem]),
+             tdir / f"{stem}.md": md + "\n"}
+    for path, text in files.items():
+        write_text(path, text)
+    return list(files)
 
 
 def document(fragment_names: list[str]) -> str:
