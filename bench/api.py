@@ -63,7 +63,8 @@ def run(*leading, **options) -> pd.DataFrame:
     opts = from_keywords(RunOptions, "bench.api.run", options, leading, RUN_POSITIONAL)
     plugin_routes.load(list(opts.plugin))  # registered here; the grid carries them to the workers
     # `import bench.api` stays light: the sweep loads when run() runs
-    from bench.sweep.plan import execute, plan
+    from bench.sweep.plan import plan
+    from bench.sweep.run import run_sweep
 
     grid = plan(opts)
     if opts.dry_run:
@@ -75,7 +76,8 @@ def run(*leading, **options) -> pd.DataFrame:
             status, detail = run_status(s)
             outcomes[str(s.record)] = {"status": status, "reason": detail}
     else:
-        outcomes = {o["record"]: o for o in execute(grid, opts, progress=not opts.no_progress)}
+        outcomes = {o["record"]: o for o in run_sweep(grid.specs, opts,
+                                                        progress=not opts.no_progress)}
     rows = [{"dataset": s.dataset, "backbone": s.backbone, "method": s.method,
              "config_hash": s.chash, "seed": s.seed,
              "status": outcomes.get(str(s.record), {}).get("status", "missing"),

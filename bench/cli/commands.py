@@ -31,8 +31,8 @@ def run(args) -> int:
     # here, not at the top: `bench list` and `bench --help` load neither torch
     # nor the report package (tests/cli/test_startup.py)
     from bench.report.render.summary import summary_table
-    from bench.sweep.plan import execute, plan
-    from bench.sweep.run import exit_code, summary_text
+    from bench.sweep.plan import plan
+    from bench.sweep.run import exit_code, run_sweep, summary_text
 
     opts = run_options(args)
     grid = plan(opts)
@@ -58,7 +58,7 @@ def run(args) -> int:
 
             print(f"\n{sbatch_text(rows, opts)}")
         return 0
-    outcomes = execute(grid, opts, progress=not opts.no_progress)
+    outcomes = run_sweep(specs, opts, progress=not opts.no_progress)
     complete = {o["record"] for o in outcomes if o["status"] in ("done", "skipped")}
     for dataset in datasets:
         records = [(experiments[s.chash], s.record) for s in specs

@@ -31,8 +31,9 @@ def add_fields(parser, cls, only=None) -> None:
 
 def _how(d) -> dict:
     """argparse's action, default, type, choices and metavar for a field.
-    Repeatable flags collect texts; the options dataclass turns them into
-    its one form (KEY=VALUE -> pairs) when it is built (bench.cli.typed)."""
+    Repeatable flags collect texts (or what the field's `parse` makes of
+    each: --set's typed pairs); the options dataclass turns them into its one
+    form (KEY=VALUE -> pairs) when it is built (bench.cli.typed)."""
     f = d.flag
     if d.kind == SWITCH:
         return {"action": "store_true"}
@@ -43,5 +44,5 @@ def _how(d) -> dict:
         action = "extend" if f.nargs else "append"
         empty = [] if d.default == () and d.kind != ITEMS else None
         return {"action": action, "default": empty, **({"nargs": f.nargs} if f.nargs else {}),
-                **shown}
+                **({"type": f.parse} if f.parse else {}), **shown}
     return {"default": d.default, **({"type": d.type} if d.type else {}), **shown}

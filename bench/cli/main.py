@@ -81,12 +81,14 @@ def _command(argv: list[str]) -> list[str]:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
-    if hasattr(args, "no_progress") and not sys.stderr.isatty():
-        # no terminal (a log file, a pipe): bars would be \r-overwritten lines
-        # running into the tables printed on stdout
-        args.no_progress = True
     try:
+        # a value typed as it is parsed (--set lr=: bench.core.config.set_pair)
+        # fails here, in the one line below
+        args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
+        if hasattr(args, "no_progress") and not sys.stderr.isatty():
+            # no terminal (a log file, a pipe): bars would be \r-overwritten lines
+            # running into the tables printed on stdout
+            args.no_progress = True
         plugins.load(args.plugin)  # before any name is resolved; workers load them too
         set_handler(signal.default_int_handler)  # the command unwinds: locks, children
         status = args.func(args)

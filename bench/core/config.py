@@ -14,7 +14,7 @@ import typing
 from dataclasses import dataclass, fields, replace
 
 from bench.core.errors import BenchError, choices_error
-from bench.core.flags import pairs
+from bench.core.flags import pairs, split_pair
 from bench.core.settings import Range, ge, gt, hashed, setting, specs, validate
 
 # Upper bounds that only catch typos (a paste of 99999999999999999999 would plan
@@ -223,6 +223,17 @@ def field_types(obj) -> dict[str, type]:
     return {f.name: hints[f.name] for f in fields(obj)}
 
 
+def set_pair(text: str) -> tuple[str, object]:
+    """One `--set KEY=VALUE` as the command line is parsed: split once and, for
+    a training key, converted to its field's type there, so nothing after the
+    edge carries the text. A method's key stays text until the run's methods
+    are known (bench.sweep.plan converts it then); an unknown key is refused
+    there, with the valid keys of the methods asked for."""
+    key, raw = split_pair(text)
+    kind = _TRAIN_TYPES.get(key)
+    return (key, raw) if kind is None else (key, convert(key, raw, kind))
+
+
 def apply_overrides(obj, raw: dict[str, str], owner: str = ""):
     """A copy of the frozen dataclass `obj` with type-checked overrides, validated
     against its declared specs (`owner`: a method's name, for its errors)."""
@@ -233,6 +244,9 @@ def apply_overrides(obj, raw: dict[str, str], owner: str = ""):
     new = replace(obj, **{k: convert(k, v, types[k]) for k, v in raw.items()})
     validate(new, owner)
     return new
+
+
+_TRAIN_TYPES = field_types(TrainConfig())  # set_pair's: read once, at import
 
 
 def result_fields(cfg: TrainConfig) -> dict:

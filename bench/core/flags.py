@@ -68,6 +68,9 @@ class Flag:
     api_default: object = None  # bench.api's default where it is not the command's
     api_own: bool = False  # api_default was given (option() sets it)
     text_values: bool = False  # pairs read as text by their consumer (--data-opt)
+    # argparse's `type` for each text of a PAIRS flag: the value's form from
+    # the moment it is parsed (--set: bench.core.config.set_pair)
+    parse: Callable[[str], tuple] | None = None
     common: bool = False  # a flag of every command, added by bench.cli.main (--plugin)
     # a run option each run's worker reads: carried in its RunSpec
     # (bench.sweep.grid.worker_options), read there with spec.option(name)
@@ -196,15 +199,22 @@ def pairs(value, flag: str = "--set") -> tuple:
     out: dict = {}
     for item in [value] if isinstance(value, str) else value:
         if isinstance(item, str):
-            key, sep, text = item.partition("=")
-            if not sep or not key.strip():
-                raise BenchError(f"{flag} expects key=value, got '{item}'")
-            out[key.strip()] = text.strip()
+            key, text = split_pair(item, flag)
+            out[key] = text
         elif isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
             out[item[0]] = item[1]
         else:
             raise BenchError(f"{flag} expects key=value, got {item!r}")
     return tuple(out.items())
+
+
+def split_pair(item: str, flag: str = "--set") -> tuple[str, str]:
+    """'lr=0.1' -> ('lr', '0.1'): the one split of a KEY=VALUE text, on its
+    first '='; both sides stripped."""
+    key, sep, text = item.partition("=")
+    if not sep or not key.strip():
+        raise BenchError(f"{flag} expects key=value, got '{item}'")
+    return key.strip(), text.strip()
 
 
 def _commas(values) -> str:

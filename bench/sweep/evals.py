@@ -6,7 +6,7 @@ Three moments:
              value parses (bench.core.evalfiles.EvalSpec), an ood/site source
              is a registered dataset or an existing path, and `shift` finds
              medmnistc and its libraries; one line each.
-  prepare    before the first run trains (bench.sweep.plan.execute): each
+  prepare    before the first run trains (bench.sweep.run.run_sweep): each
              corrupted test set the grid needs is built once, here, with its
              progress bar (local workers would otherwise build the same set
              side by side), and each ood/site set is read once, so a set that

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.core import plugins
+from bench.core.config import set_pair
 from bench.core.flags import PAIRS, REPEAT, SEEDS, option
 from bench.sweep.executor_options import ExecutorOptions
 
@@ -47,13 +48,14 @@ class RunOptions(ExecutorOptions):
     seeds: str = option("5", "N (seeds 0..N-1), A-B, or a comma list", kind=SEEDS)
     profile: str = option("paper", "paper (the released code's protocol) | paper-text | quick "
                           "| demo (`bench list` shows each)")
-    # --set KEY=VALUE: (key, value) pairs; a value from the command line is
-    # text until bench.sweep.plan converts it to its field's type
+    # --set KEY=VALUE: (key, value) pairs; a training key's value is typed as
+    # the command line is parsed (set_pair), a method's stays text until
+    # bench.sweep.plan knows the run's methods
     overrides: tuple = option(
         (), "override a training or method hyper-parameter (repeatable, or several after one "
         "--set: --set cycles=1 epochs_per_cycle=1); `bench list --keys` lists every key, its "
         "default and range", flag="--set", kind=PAIRS, nargs="+", metavar="KEY=VALUE",
-        api=("sets",))
+        api=("sets",), parse=set_pair)
     results: str = option("results", "run-record root")
     data_root: str | None = option(None, "where dataset files live")
     # --data-opt KEY=VALUE: (key, text) pairs, the adapter's own to parse

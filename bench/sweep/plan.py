@@ -3,8 +3,7 @@ path of `bench run` and `bench.api.run`.
 
 `plan(opts)` checks every flag, name and `--set` value (one BenchError line
 each, before anything is written), resolves the profile and builds the specs;
-`execute(grid, opts)` trains what is missing and, with `tensorboard`, writes
-TensorBoard event files beside every finished record. `opts` is a
+bench.sweep.run.run_sweep(grid.specs, opts) trains what is missing. `opts` is a
 bench.sweep.options.RunOptions (the command line builds one from its
 arguments: no argparse object reaches this package).
 """
@@ -13,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,26 +65,15 @@ def plan(opts: RunOptions) -> Grid:
 
 
 def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
-    """Train the grid's missing runs; one outcome per spec (bench.sweep.run)."""
-    # the run-time modules on demand: `bench data check` imports this module (check_data_paths)
-    from bench.sweep import evals
+    """Deprecated: bench.sweep.run.run_sweep(grid.specs, opts, progress), which
+    now holds the --eval and --tensorboard steps this function added."""
+    # the sweep on demand: `bench data check` imports this module (check_data_paths)
     from bench.sweep.run import run_sweep
 
-    if opts.evals:  # every set built or read once, before any run trains
-        evals.prepare(grid.specs, progress)
-    outcomes = run_sweep(grid.specs, opts, progress=progress)
-    for line in evals.finish(outcomes, opts, progress):  # complete records: missing sets
-        print(line)
-    if opts.evals:
-        print(evals.stored_line(outcomes, opts))
-    if opts.tensorboard:
-        # the run-time modules on demand: `bench data check` imports this module (check_data_paths)
-        from bench.sweep.tensorboard import write_events
-
-        for o in outcomes:
-            if o["status"] in ("done", "skipped"):
-                write_events(o["record"])
-    return outcomes
+    warnings.warn("bench.sweep.plan.execute(grid, opts) is deprecated; use "
+                  "bench.sweep.run.run_sweep(grid.specs, opts)", DeprecationWarning,
+                  stacklevel=2)
+    return run_sweep(grid.specs, opts, progress)
 
 
 def resolve_run(opts: RunOptions):
@@ -107,7 +96,7 @@ def resolve_run(opts: RunOptions):
                          aliases={"paper": list(PAPER_METHODS), DENS: [ENSEMBLE_OF],
                                   **{g: list(n) for g, n in METHOD_GROUPS.items()}})
     check_ensemble(opts.method, seeds)
-    given = dict(opts.overrides)  # (key, value) pairs: text from the command line
+    given = dict(opts.overrides)  # (key, value): typed at the edge (set_pair), or text
     owned = {name: field_types(method_params(name)) for name in names}
     train_keys = field_types(base)
     valid = set(train_keys).union(*owned.values())

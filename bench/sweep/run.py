@@ -1,6 +1,7 @@
 """Run a grid through an executor: skip finished runs, one progress bar for the
-sweep, and a closing summary (done / skipped / busy / failed) with every
-failure's reason, last step and log file."""
+sweep, the --eval sets before and after, TensorBoard files, and a closing
+summary (done / skipped / busy / failed) with every failure's reason, last
+step and log file."""
 from __future__ import annotations
 
 from tabulate import tabulate
@@ -15,7 +16,34 @@ from bench.sweep.executors import EXECUTORS, executor_name
 
 
 def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
-    """Train what is missing; returns one outcome per spec, in completion order."""
+    """Train what is missing; one outcome per spec, in completion order. With
+    --eval every set is built or read once before any run trains, and the
+    complete records' missing sets are evaluated after; with --tensorboard
+    event files are written beside every finished record."""
+    # the sets' code on demand (torch): `bench run` imports this module before
+    # it checks its flags
+    from bench.sweep import evals
+
+    if opts.evals:  # a set that cannot be built stops the sweep before any run trains
+        evals.prepare(specs, progress)
+    outcomes, todo = _skip_complete(specs)
+    bar = SweepBar(len(specs), outcomes, progress)
+    try:
+        EXECUTORS.get(executor_name(opts))(todo, ExecutorOptions.of(opts), bar.add)
+    finally:
+        bar.close()
+    for line in evals.finish(outcomes, opts, progress):  # complete records: missing sets
+        print(line)
+    if opts.evals:
+        print(evals.stored_line(outcomes, opts))
+    if opts.tensorboard:
+        _write_events(outcomes)
+    return outcomes
+
+
+def _skip_complete(specs) -> tuple[list[dict], list]:
+    """(outcomes of the complete records, the specs left to train); damaged
+    records and resume states are set aside first."""
     outcomes, todo = [], []
     for s in specs:  # one look at each record: a run finishing meanwhile is counted once
         set_aside_if_damaged(s)
@@ -24,31 +52,44 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
             outcomes.append(Outcome.of(s, "skipped").to_dict())
         else:
             todo.append(s)
-    bar = tqdm(total=len(specs), initial=len(outcomes), desc="sweep", unit="run",
-               disable=not progress, dynamic_ncols=True)
+    return outcomes, todo
 
-    def show() -> None:
-        counts = count(outcomes)
-        left = len(specs) - len(outcomes)
-        bar.set_postfix_str(f"done {counts['done']}, failed {counts['failed']}, "
-                            f"skipped {counts['skipped']}, busy {counts['busy']}, left {left}",
-                            refresh=False)
 
-    show()
+class SweepBar:
+    """The sweep's one progress bar: its counts after each outcome, and each
+    failure's line as it comes. `add` is the executors' on_outcome."""
 
-    def on_outcome(outcome: dict) -> None:
-        outcomes.append(outcome)
-        show()
-        bar.update()
+    def __init__(self, total: int, outcomes: list, progress: bool):
+        self.total, self.outcomes = total, outcomes
+        self.bar = tqdm(total=total, initial=len(outcomes), desc="sweep", unit="run",
+                        disable=not progress, dynamic_ncols=True)
+        self.show()
+
+    def show(self) -> None:
+        c = count(self.outcomes)
+        self.bar.set_postfix_str(f"done {c['done']}, failed {c['failed']}, skipped "
+                                 f"{c['skipped']}, busy {c['busy']}, left "
+                                 f"{self.total - len(self.outcomes)}", refresh=False)
+
+    def add(self, outcome: dict) -> None:
+        self.outcomes.append(outcome)
+        self.show()
+        self.bar.update()
         if outcome["status"] == "failed":
-            bar.write(f"FAILED {outcome['label']}: {outcome['reason']} "
-                      f"(last step {outcome.get('last_step')}; log {outcome.get('log')})")
+            self.bar.write(f"FAILED {outcome['label']}: {outcome['reason']} "
+                           f"(last step {outcome.get('last_step')}; log {outcome.get('log')})")
 
-    try:
-        EXECUTORS.get(executor_name(opts))(todo, ExecutorOptions.of(opts), on_outcome)
-    finally:
-        bar.close()
-    return outcomes
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _write_events(outcomes: list) -> None:
+    # TensorBoard's writer on demand: only --tensorboard needs it
+    from bench.sweep.tensorboard import write_events
+
+    for o in outcomes:
+        if o["status"] in ("done", "skipped"):
+            write_events(o["record"])
 
 
 def set_aside_if_damaged(spec) -> bool:
