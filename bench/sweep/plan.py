@@ -1,5 +1,5 @@
-"""From options to a grid, and the grid through an executor: the one code
-path of `bench run` and `bench.api.run`.
+"""From options to a grid: the one planning path of `bench run` and
+`bench.api.run`.
 
 `plan(opts)` checks every flag, name and `--set` value (one BenchError line
 each, before anything is written), resolves the profile and builds the specs;
