@@ -34,8 +34,7 @@ from bench.core.flags import from_keywords, signature
 from bench.report import Report, ReportOptions, build
 from bench.report.output import write_report
 from bench.results import load as load_results
-from bench.sweep.evalrun import EvalOptions, evaluate_results
-from bench.sweep.options import RunOptions
+from bench.sweep.options import EvalOptions, RunOptions
 from bench.sweep.runstate import live_holder
 
 RUN_COLUMNS = ["dataset", "backbone", "method", "config_hash", "seed", "status", "reason",
@@ -148,6 +147,9 @@ def evaluate(*leading, **options) -> pd.DataFrame:
     `backbone`, `data_root`, `device`), `results` also first positionally.
     Returns one row per record and set: `status` is evaluated, already stored,
     no kept weights, damaged or failed (`why` says why)."""
+    # `import bench.api` stays light: the evaluation code loads when evaluate() runs
+    from bench.sweep.evalrun import evaluate_results
+
     opts = from_keywords(EvalOptions, "bench.api.evaluate", options, leading, ("results",))
     rows = evaluate_results(opts, progress=not opts.no_progress)
     return pd.DataFrame([{**dataclasses.asdict(r), "images_per_s": r.images_per_s}

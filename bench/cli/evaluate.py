@@ -7,7 +7,7 @@ import sys
 
 from bench.cli.fields import add_fields
 from bench.cli.typed import options_from
-from bench.sweep.evalrun import EvalOptions, evaluate_results, failed, summary_text
+from bench.sweep.options import EvalOptions
 
 HELP = "evaluate further sets (shift, ood:, site:) on finished records with kept weights"
 
@@ -19,6 +19,10 @@ def add_parser(sub) -> None:
 
 
 def evaluate(args) -> int:
+    # start-up: `bench --help` builds this module's parser; the evaluation code
+    # (torch) only when `bench eval` runs
+    from bench.sweep.evalrun import evaluate_results, failed, summary_text
+
     opts = options_from(EvalOptions, args)
     rows = evaluate_results(opts, progress=not opts.no_progress)
     print(summary_text(rows))

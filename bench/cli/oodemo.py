@@ -4,6 +4,7 @@ into DIR (bench.datasets.ood_demo: which photos, the grid, why they are out
 of distribution for digits). `./run_all.sh --quick` evaluates its shift
 demo on it with `--eval ood:DIR`. A second call writes nothing."""
 from __future__ import annotations
+
 from bench.core.store import require_writable_dir
 from bench.datasets import ood_demo
 from bench.datasets.ood_demo import DEFAULT_TILE

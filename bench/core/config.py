@@ -223,6 +223,9 @@ def field_types(obj) -> dict[str, type]:
     return {f.name: hints[f.name] for f in fields(obj)}
 
 
+_TRAIN_TYPES = field_types(TrainConfig())  # set_pair's: read once, at import
+
+
 def set_pair(text: str) -> tuple[str, object]:
     """One `--set KEY=VALUE` as the command line is parsed: split once and, for
     a training key, converted to its field's type there, so nothing after the
@@ -244,9 +247,6 @@ def apply_overrides(obj, raw: dict[str, str], owner: str = ""):
     new = replace(obj, **{k: convert(k, v, types[k]) for k, v in raw.items()})
     validate(new, owner)
     return new
-
-
-_TRAIN_TYPES = field_types(TrainConfig())  # set_pair's: read once, at import
 
 
 def result_fields(cfg: TrainConfig) -> dict:

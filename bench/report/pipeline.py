@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from bench.core import store
 from bench.core.errors import BenchError
+from bench.core.provenance import mixed_setup
 from bench.report.document import Report
 from bench.report.evals import evalsets, ood, sets, setshift, shift, shifttables
 from bench.report.numbers import aggregate, configs, names, paired, stats, unfinished
@@ -31,7 +32,6 @@ from bench.report.plotting import figures as figs
 from bench.report.render import kinds
 from bench.report.render.footnotes import thin_note, validation_note
 from bench.report.render.tables import backbone_name, build_table, columns
-from bench.core.provenance import mixed_setup
 
 
 FRIEDMAN_COLUMNS = ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"]

@@ -1,5 +1,5 @@
 """`bench eval`: evaluation sets for finished records, from their kept weights
-(issue 33). `EvalOptions` declares its flags (bench.core.flags);
+(issue 33). `EvalOptions` (bench.sweep.options) declares its flags;
 `evaluate_results(opts)` does the work and returns one `EvalRow` per record
 and set; `summary_text(rows)` is the closing table the command prints.
 
@@ -20,29 +20,22 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from tabulate import tabulate
+from tqdm import tqdm
+
+from bench.core import store
+from bench.core.config import parse_data_opts
 from bench.core.device import check_device, default_device
 from bench.core.errors import BenchError
-from bench.core.flags import PAIRS, REPEAT, Options, option
+from bench.core.record import Record
+from bench.sweep.evals import check as check_evals
+from bench.sweep.evals import check_sizes
+from bench.sweep.options import EvalOptions
+from bench.train.evaluate import (eval_data, evaluate_record, missing_sets, record_options,
+                                  record_sets, train_config)
 
 SKIPPED, STORED, EVALUATED, DAMAGED, FAILED = (
     "no kept weights", "already stored", "evaluated", "damaged", "failed")
-
-
-@dataclass(frozen=True)
-class EvalOptions(Options):
-    results: str = option("results", "run-record root")
-    evals: tuple = option(
-        (), "the set to evaluate (repeatable): shift, ood:DATASET|PATH, site:DATASET|PATH "
-        "(docs/shift.md)", flag="--eval", kind=REPEAT, metavar="SPEC", api=("eval",))
-    dataset: tuple = option((), "only these datasets (comma list)", kind=REPEAT)
-    method: tuple = option((), "only these methods (comma list)", kind=REPEAT)
-    backbone: tuple = option((), "only these backbones (comma list)", kind=REPEAT)
-    data_root: str | None = option(None, "where dataset files live")
-    data_opts: tuple = option(
-        (), "adapter option of the records' dataset (repeatable; as bench run's)",
-        flag="--data-opt", kind=PAIRS, metavar="KEY=VALUE", text_values=True)
-    device: str | None = option(None, "cpu | cuda | cuda:N (default: cuda if present)")
-    no_progress: bool = option(False, api_default=True, api_negated="progress")
 
 
 @dataclass(frozen=True)
@@ -65,10 +58,6 @@ def _names(values: tuple) -> set:
 
 def check(opts: EvalOptions) -> tuple:
     """Every flag checked before anything is read or written: (root, EvalSpecs)."""
-    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
-    from bench.core import store
-    from bench.sweep.evals import check as check_evals
-
     if not opts.evals:
         raise BenchError("bench eval needs at least one --eval SPEC: shift, ood:DATASET or "
                          "site:DATASET (a dataset name, or a path)")
@@ -85,9 +74,6 @@ FILTERS = ("dataset", "method", "backbone")
 def selected(root, opts: EvalOptions) -> list:
     """The keys of complete records under `root` passing the filters; a
     filter naming what no record under `root` has is refused (one line)."""
-    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
-    from bench.core import store
-
     keys = list(store.iter_seed_dirs(root))
     want = {f: _names(getattr(opts, f)) for f in FILTERS}
     for f, names in want.items():
@@ -105,10 +91,6 @@ def evaluate_results(opts: EvalOptions, progress: bool = True) -> list[EvalRow]:
     set. Every source is read (and every corrupted set built) before any
     record is evaluated: a set that cannot apply to the records (a site set
     of other classes, their own dataset as ood:) stops here in one line."""
-    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
-    from tqdm import tqdm
-    from bench.core.config import parse_data_opts
-
     root, specs = check(opts)
     keys = selected(root, opts)
     _check_sizes(root, keys, specs)
@@ -126,9 +108,6 @@ def evaluate_results(opts: EvalOptions, progress: bool = True) -> list[EvalRow]:
 
 def summary_text(rows: list[EvalRow]) -> str:
     """The closing table (record, set, images, seconds, images/s, status), then counts."""
-    # tabulate on demand: `bench eval --help` reads EvalOptions here
-    from tabulate import tabulate
-
     table = [[r.record, r.set, r.images or "", f"{r.seconds:.2f}" if r.seconds else "",
               f"{r.images_per_s:.0f}" if r.seconds else "",
               r.status + (f": {r.why}" if r.why else "")] for r in rows]
@@ -148,11 +127,6 @@ def _check_sizes(root, keys, specs) -> None:
     """Each ood/site source's files at every test size the records read it at,
     before any set is built (a record whose config cannot be read is left to
     its own row)."""
-    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
-    from bench.core.record import Record
-    from bench.sweep.evals import check_sizes
-    from bench.train.evaluate import train_config
-
     sizes = set()
     for key in keys:
         try:
@@ -168,11 +142,6 @@ def _plans(root, keys, given: tuple, progress: bool) -> set:
     will be evaluated (intact, kept weights); a --data-opt contradicting a
     record's own is refused here. A record whose config cannot be read is
     left to its own row."""
-    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
-    from bench.core import store
-    from bench.core.record import Record
-    from bench.train.evaluate import record_options, train_config
-
     plans = set()
     for key in keys:
         record = Record(key.path(root), root)
@@ -191,9 +160,6 @@ def _plans(root, keys, given: tuple, progress: bool) -> set:
 def _prepare(plans: set, specs, data_root, progress: bool) -> None:
     """Read every ood/site set, then build every corrupted set, once per plan
     (bench.sweep.evals.prepare does the same for bench run)."""
-    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
-    from bench.train.evaluate import eval_data
-
     for shift in (False, True):  # a set that cannot be read stops before minutes of corrupting
         for dataset, size, classes, options in sorted(plans):
             for spec in specs:
@@ -202,10 +168,6 @@ def _prepare(plans: set, specs, data_root, progress: bool) -> None:
 
 
 def _one(path, root, specs, data_root, given, device, progress) -> list[EvalRow]:
-    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
-    from bench.core import store
-    from bench.core.record import Record
-
     record = Record(path, root)
     label = record.key.label
     why = store.verify(path)  # the kept weights' checksum too: damaged ones are never loaded
@@ -221,9 +183,6 @@ def _one(path, root, specs, data_root, given, device, progress) -> list[EvalRow]
 
 
 def _evaluate(record, specs, data_root, given, device, progress) -> list[EvalRow]:
-    # on demand: `bench eval --help` and `import bench.api` read EvalOptions here
-    from bench.train.evaluate import evaluate_record, missing_sets, record_sets
-
     label = record.key.label
     sets = record_sets(record, specs, data_root, given, progress)
     todo = missing_sets(record, sets)

@@ -117,7 +117,7 @@ def finish(outcomes: list, opts, progress: bool = True) -> list[str]:
             continue
         record = Record(o["record"], opts.results)
         todo = missing_sets(record, record_sets(record, specs, opts.data_root,
-                                                _options(opts), progress))
+                                                load_options(opts), progress))
         if not todo:
             continue
         if not record.has_weights:
@@ -153,7 +153,3 @@ def stored_line(outcomes: list, opts) -> str:
     sets = ", ".join(f"{name} on {n}" for name, n in have.items())
     return (f"--eval: {sets} of {len(complete)} complete record(s) (evals.json beside each)"
             + (f"; their tables: bench report {' '.join(flags)}" if flags else ""))
-
-
-def _options(opts) -> tuple:
-    return load_options(opts)

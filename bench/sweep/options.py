@@ -8,8 +8,10 @@ kind); the command line builds `bench run`'s flags from these declarations
 the field names (`--jobs-per-gpu` -> `jobs_per_gpu`). Values are in one form
 from the moment the object is built: `overrides` (--set) and `data_opts`
 (--data-opt) are (key, value) pairs, parsed once from the command line's
-KEY=VALUE texts or taken from a dict as given (bench.sweep.plan converts each
---set value to its field's type once; the worker never parses text).
+KEY=VALUE texts or taken from a dict as given (a training key's --set value
+is typed as the command line is parsed, bench.core.config.set_pair, a
+method's by bench.sweep.plan; the worker never parses text). `EvalOptions`
+is `bench eval`'s.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 from bench.core import plugins
 from bench.core.config import set_pair
-from bench.core.flags import PAIRS, REPEAT, SEEDS, option
+from bench.core.flags import PAIRS, REPEAT, SEEDS, Options, option
 from bench.sweep.executor_options import ExecutorOptions
 
 # The --data-opt keys of the built-in datasets, for --help without importing
@@ -101,3 +103,24 @@ class RunOptions(ExecutorOptions):
         "your own methods, datasets or backbones (docs/methods.md); also "
         f"{plugins.ENV}=a,b and entry points in group {plugins.GROUP}", kind=REPEAT,
         metavar="MODULE|PATH", api=("plugins",), common=True)
+
+
+@dataclass(frozen=True)
+class EvalOptions(Options):
+    """Every option of `bench eval` and `bench.api.evaluate` (bench.sweep.evalrun
+    does the work): declared here, beside RunOptions, so building the command's
+    flags or `import bench.api` loads no evaluation code."""
+
+    results: str = option("results", "run-record root")
+    evals: tuple = option(
+        (), "the set to evaluate (repeatable): shift, ood:DATASET|PATH, site:DATASET|PATH "
+        "(docs/shift.md)", flag="--eval", kind=REPEAT, metavar="SPEC", api=("eval",))
+    dataset: tuple = option((), "only these datasets (comma list)", kind=REPEAT)
+    method: tuple = option((), "only these methods (comma list)", kind=REPEAT)
+    backbone: tuple = option((), "only these backbones (comma list)", kind=REPEAT)
+    data_root: str | None = option(None, "where dataset files live")
+    data_opts: tuple = option(
+        (), "adapter option of the records' dataset (repeatable; as bench run's)",
+        flag="--data-opt", kind=PAIRS, metavar="KEY=VALUE", text_values=True)
+    device: str | None = option(None, "cpu | cuda | cuda:N (default: cuda if present)")
+    no_progress: bool = option(False, api_default=True, api_negated="progress")
