@@ -49,6 +49,9 @@ def ge(x: float) -> Range:
     return Range(low=x)
 
 
+NONE = object()  # Spec.legacy of a key without a legacy value
+
+
 @dataclass(frozen=True)
 class Spec:
     """One key's declaration. `choices` is a tuple, or a function returning
@@ -62,6 +65,15 @@ class Spec:
     choices_text: str = ""
     also: tuple = ()
     in_hash: bool = True
+    # A key added after records existed, whose new default changes the
+    # numbers: at `legacy` (the value those records were trained at) it stays
+    # out of the hash, so they keep theirs and are that value's records; a
+    # record without the key reads as it (recorded()). NONE: no such value.
+    legacy: object = NONE
+
+    @property
+    def has_legacy(self) -> bool:
+        return self.legacy is not NONE
 
     def allowed(self) -> tuple | None:
         """The choices, or None for a key that has none."""
@@ -87,10 +99,13 @@ class Spec:
 
 
 def setting(default, help: str, *, range: Range | None = None, choices=None,
-            choices_text: str = "", also: tuple = (), in_hash: bool = True):
-    """A dataclass field with its Spec: the one place a key is declared."""
+            choices_text: str = "", also: tuple = (), in_hash: bool = True,
+            legacy=NONE):
+    """A dataclass field with its Spec: the one place a key is declared.
+    `legacy`: the value records made before the key existed were trained at
+    (Spec.legacy)."""
     spec = Spec(help=help, range=range, choices=choices, choices_text=choices_text,
-                also=tuple(also), in_hash=in_hash)
+                also=tuple(also), in_hash=in_hash, legacy=legacy)
     return dataclasses.field(default=default, metadata={"spec": spec})
 
 
@@ -123,7 +138,20 @@ def validate(obj, owner: str = "") -> None:
 
 
 def hashed(obj) -> dict:
-    """The fields that enter the config hash (every field not declared
-    `in_hash=False`: those change speed or memory, never the numbers)."""
+    """The fields that enter the config hash: every field not declared
+    `in_hash=False` (those change speed or memory, never the numbers), less a
+    field at its `legacy` value (records made before it existed keep their hash)."""
     keep = {name for name, spec in specs(obj).items() if spec.in_hash}
-    return {k: v for k, v in dataclasses.asdict(obj).items() if k in keep}
+    legacy = {name: spec.legacy for name, spec in specs(obj).items() if spec.has_legacy}
+    return {k: v for k, v in dataclasses.asdict(obj).items()
+            if k in keep and not (k in legacy and v == legacy[k])}
+
+
+def recorded(obj, stored: dict):
+    """A copy of the hyper-parameter dataclass `obj` (a default) with a
+    record's stored values; a key the record lacks takes its `legacy` value
+    where it declares one (the record predates it, or was trained at it),
+    else the default. Keys `obj` does not have are ignored."""
+    names = {f.name for f in dataclasses.fields(obj)}
+    fill = {name: spec.legacy for name, spec in specs(obj).items() if spec.has_legacy}
+    return dataclasses.replace(obj, **{**fill, **{k: v for k, v in stored.items() if k in names}})

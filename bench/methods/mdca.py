@@ -8,9 +8,19 @@ over the training batch; loss = L_C + beta * MDCA with L_C the NLL
 (`mdca`), the focal loss (`flmdca`) or label smoothing (`lsmdca`). Unlike
 DCA's, every term is differentiable: the class frequencies are constants,
 the gradient flows through the mean probabilities of every class.
+
+LS+MDCA's smoothing, `mdca_smoothing`:
+  authors (default; the MDCA repository's LabelSmoothingLoss): target
+      1 - alpha on the label and alpha / (K - 1) on each other class;
+  torch (Mueller et al. 2019, F.cross_entropy's label_smoothing, what this
+      harness ran before): (1 - eps) onehot + eps / K.
+Both are mean_n -sum_k q_nk log p_nk; at alpha = eps they differ by
+eps / (K (K - 1)) of target mass per class. Records made at `torch` keep
+their hash (the key is out of it at that value, Spec.legacy).
 """
 from dataclasses import dataclass
 
+from bench.core.errors import BenchError
 from bench.core.settings import Range, ge, setting
 
 from .base import METHODS, Method
@@ -36,7 +46,25 @@ class FLMDCAParams:
 @dataclass(frozen=True)
 class LSMDCAParams:
     mdca_beta: float = BETA
-    mdca_epsilon: float = setting(0.1, "lsmdca: label smoothing epsilon", range=Range(0, 1))
+    mdca_epsilon: float = setting(0.1, "lsmdca: label smoothing epsilon (the authors' alpha)",
+                                  range=Range(0, 1))
+    # the released code by default, as the paper's methods; "torch" is the
+    # harness's earlier formula (its records keep their hash: legacy)
+    mdca_smoothing: str = setting(
+        "authors", "lsmdca: authors (1-eps on the label, eps/(K-1) elsewhere) | torch "
+        "((1-eps) onehot + eps/K)", choices=("authors", "torch"), legacy="torch")
+
+
+def smoothed_ce(z, y, eps: float, form: str):
+    """mean_n -sum_k q_nk log softmax(z)_nk with q as `form` says (module text)."""
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
+    import torch.nn.functional as F
+
+    if form == "torch":
+        return F.cross_entropy(z, y, label_smoothing=eps)
+    k = z.shape[1]
+    q = F.one_hot(y, k).to(z.dtype) * (1 - eps - eps / (k - 1)) + eps / (k - 1)
+    return -(q * F.log_softmax(z, dim=1)).sum(1).mean()
 
 
 def mdca_penalty(z, y):
@@ -74,12 +102,14 @@ class LSMDCA(Method):
     display_name = "LS+MDCA"
     Params = LSMDCAParams
 
-    def loss(self, logits, target):
-        # torch on demand: `bench list` imports every method module (the METHODS registry)
-        import torch.nn.functional as F
+    def check(self, num_classes: int) -> None:
+        if num_classes < 2 and self.params.mdca_smoothing == "authors":
+            raise BenchError("lsmdca: the authors' smoothing spreads alpha over K - 1 other "
+                             "classes; it needs at least 2 classes")
 
+    def loss(self, logits, target):
         z, p = logits[:, 0], self.params
-        return (F.cross_entropy(z, target, label_smoothing=p.mdca_epsilon)
+        return (smoothed_ce(z, target, p.mdca_epsilon, p.mdca_smoothing)
                 + p.mdca_beta * mdca_penalty(z, target))
 
 
@@ -93,6 +123,7 @@ def flmdca():
     return FLMDCA("flmdca")
 
 
-@METHODS.register("lsmdca", "label smoothing (epsilon 0.1) + 1 x MDCA (--method extra)")
+@METHODS.register("lsmdca", "label smoothing (alpha 0.1, the authors' form) + 1 x MDCA "
+                            "(--method extra)")
 def lsmdca():
     return LSMDCA("lsmdca")

@@ -73,8 +73,9 @@ def _key_row(obj, f, methods: str) -> list:
     """key, type, default, what it accepts, whether the config hash sees it, meaning."""
     spec = specs(obj)[f.name]
     kind = field_types(obj)[f.name].__name__
-    row = [f.name, kind, getattr(obj, f.name), spec.text(kind),
-           "yes" if spec.in_hash else "no", spec.help]
+    hashed = "no" if not spec.in_hash else (
+        f"not at {spec.legacy}" if spec.has_legacy else "yes")  # legacy: older records' value
+    row = [f.name, kind, getattr(obj, f.name), spec.text(kind), hashed, spec.help]
     return row + [methods] if methods else row
 
 

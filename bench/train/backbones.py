@@ -58,8 +58,8 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
     """The model: `heads` linear heads on the backbone's features, or the
     method's `arch` (Method.arch): ("mcdropout", p) one linear head after
     dropout p, run `heads` times (MC-Dropout's passes; also `mc_dropout` = p),
-    ("batchensemble", M) and ("packed", M, alpha, gamma) the efficient
-    ensembles of bench.train.ensembles, `heads` = M members."""
+    ("batchensemble", M) and ("packed", M, alpha, gamma[, gamma rule]) the
+    efficient ensembles of bench.train.ensembles, `heads` = M members."""
     bb = create_backbone(backbone, image_size, pretrained, weights, impl, drop_path)
     if image_size < bb.min_size:
         raise BenchError(f"backbone '{backbone}' needs images of at least {bb.min_size} px, "
@@ -77,7 +77,7 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
 
         if kind == "batchensemble":
             return BatchEnsembleNet(bb, arch[1], num_classes), bb
-        return PackedNet(bb, arch[1], num_classes, alpha=arch[2], gamma=arch[3]), bb
+        return PackedNet(bb, arch[1], num_classes, *arch[2:]), bb
     if kind:
         raise BenchError(f"unknown model arch {kind!r} (known: mcdropout, batchensemble, packed)")
     return MultiHeadNet(bb, heads, num_classes), bb

@@ -93,6 +93,25 @@ class BatchEnsembleNet(nn.Module):
 
 
 # --------------------------------------------------------- Packed-Ensembles --
+# TorchUncertainty's PackedConv2d lowers gamma (to 1 at least) until every
+# group reads at least this many input channels (its minimum_channels_per_group
+# default, which its packed ResNets keep)
+MIN_GROUP_CHANNELS = 64
+
+
+def packed_gamma(cin: int, members: int, gamma: int, block_first: bool, rule: str) -> int:
+    """The gamma a non-stem convolution of `cin` (widened) input channels gets:
+    `rule` "every" keeps it; "torch-uncertainty" (TorchUncertainty's packed
+    ResNets) uses 1 on each residual block's first convolution and lowers it
+    while the groups do not divide cin or read fewer than MIN_GROUP_CHANNELS."""
+    if rule == "every":
+        return gamma
+    g = 1 if block_first else gamma
+    while g > 1 and (cin % (members * g) or cin // (members * g) < MIN_GROUP_CHANNELS):
+        g -= 1
+    return g
+
+
 def _packed_conv(conv: nn.Conv2d, members: int, alpha: int, gamma: int, first: bool,
                  where: str) -> nn.Conv2d:
     """conv widened alpha times and cut into M * gamma groups (Laurent et al.
@@ -113,17 +132,22 @@ def _packed_conv(conv: nn.Conv2d, members: int, alpha: int, gamma: int, first: b
                      groups=groups, bias=conv.bias is not None, padding_mode=conv.padding_mode)
 
 
-def packed(module: nn.Module, members: int, alpha: int, gamma: int) -> nn.Module:
+def packed(module: nn.Module, members: int, alpha: int, gamma: int,
+           rule: str = "every") -> nn.Module:
     """Every conv / batch norm of `module` replaced (in place) by its packed
     form, fresh weights; refuses (one line) any other layer with parameters:
-    a LayerNorm or Linear across channels would mix the members."""
+    a LayerNorm or Linear across channels would mix the members. `rule`:
+    which convolutions get gamma (packed_gamma); a residual block is a module
+    with a `downsample` attribute (torchvision's and timm's ResNet blocks)."""
     first = True
     for name, parent in list(module.named_modules()):
+        block_first = hasattr(parent, "downsample")
         for attr, child in list(parent.named_children()):
             where = f"{name}.{attr}".lstrip(".")
             if type(child) is nn.Conv2d:
-                setattr(parent, attr, _packed_conv(child, members, alpha, gamma, first, where))
-                first = False
+                g = packed_gamma(alpha * child.in_channels, members, gamma, block_first, rule)
+                setattr(parent, attr, _packed_conv(child, members, alpha, g, first, where))
+                first = block_first = False
             elif type(child) is nn.BatchNorm2d:
                 setattr(parent, attr, nn.BatchNorm2d(
                     alpha * child.num_features, child.eps, child.momentum, child.affine,
@@ -141,7 +165,8 @@ class PackedNet(nn.Module):
     is M linear layers on the members' feature slices (one grouped 1x1
     convolution). forward returns [B, M, K]."""
 
-    def __init__(self, backbone, members: int, num_classes: int, alpha: int, gamma: int):
+    def __init__(self, backbone, members: int, num_classes: int, alpha: int, gamma: int,
+                 rule: str = "every"):
         super().__init__()
         if backbone.weights != "random":
             raise BenchError("packed: the packed network's widths differ from the backbone's, so "
@@ -151,7 +176,7 @@ class PackedNet(nn.Module):
             raise BenchError("packed: this backbone's head norm would mix the members; "
                              "use a conv / batch-norm backbone (smallcnn, resnet18, resnet50)")
         self.heads, self.num_classes = members, num_classes
-        self.backbone = packed(backbone.features, members, alpha, gamma)
+        self.backbone = packed(backbone.features, members, alpha, gamma, rule)
         self.head = nn.Conv1d(alpha * backbone.dim, members * num_classes, 1, groups=members)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,7 @@ import numpy as np
 from bench.core import evalfiles
 from bench.core.config import TrainConfig, load_kwargs
 from bench.core.errors import BenchError
+from bench.core.settings import recorded
 from bench.datasets import digits
 from bench.datasets.evalsets import load_eval
 from bench.methods import METHODS
@@ -62,15 +63,14 @@ def model_for(record, device="cpu"):
 
 def arch_of(config: dict) -> tuple:
     """The model arch (Method.arch) a record's model was built with: its
-    method rebuilt with the recorded hyper-parameters (a method that is not
+    method rebuilt with the recorded hyper-parameters (a key the record lacks
+    reads as its legacy value, bench.core.settings.recorded; a method that is not
     registered here, e.g. a plugin not loaded, builds the plain model: ())."""
     name = config.get("method")
     if name not in METHODS:
         return ()
     method = METHODS.get(name)()
-    params = dataclasses.replace(method.params, **{
-        k: v for k, v in (config.get("method_params") or {}).items()
-        if k in {f.name for f in dataclasses.fields(method.params)}})
+    params = recorded(method.params, config.get("method_params") or {})
     return model_arch(type(method)(method.name, params))
 
 

@@ -38,7 +38,8 @@ def test_loss_is_the_mean_of_the_members_ce(name):
 
 def test_rebuilt_for_bench_eval_from_the_config():
     for method, params in (("batchensemble", {"be_members": 3}),
-                           ("packed", {"pe_members": 2, "pe_alpha": 2, "pe_gamma": 2})):
+                           ("packed", {"pe_members": 2, "pe_alpha": 2, "pe_gamma": 2,
+                                       "pe_gamma_rule": "every"})):
         arch = arch_of({"method": method, "method_params": params})
         assert arch == model_arch(create_method(method, {k: str(v) for k, v in params.items()}))
         a, _ = build_model("smallcnn", 12, arch[1], 3, arch=arch)

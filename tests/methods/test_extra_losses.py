@@ -82,16 +82,16 @@ def test_brier_hand_worked():
 
 
 def test_mmce_hand_worked():
-    """One right image (r = .8): MMCE_w^2 = (1 - .8)^2 k(.8, .8) = .04;
+    """The paper's formula. One right image (r = .8): MMCE_w^2 = (1 - .8)^2 k(.8, .8) = .04;
     with a wrong one (r = .6, predicted 0, label 1) beside it:
     .04 + .36 - 2 x .2 x .6 x exp(-.2 / .4)."""
     from bench.methods.mmce import mmce_weighted
 
     one = mmce_weighted(torch.log(torch.tensor([[0.8, 0.2]], dtype=torch.float64)),
-                        torch.tensor([0]))
+                        torch.tensor([0]), 0.4, "paper")
     assert float(one) == pytest.approx(0.2, abs=1e-6)
     two = mmce_weighted(torch.log(torch.tensor([[0.8, 0.2], [0.6, 0.4]], dtype=torch.float64)),
-                        torch.tensor([0, 1]))
+                        torch.tensor([0, 1]), 0.4, "paper")
     assert float(two) == pytest.approx(math.sqrt(0.04 + 0.36 - 0.24 * math.exp(-0.5)), abs=1e-6)
 
 
@@ -105,8 +105,9 @@ def test_mdca_family_against_numpy(batch):
     assert loss("mdca", z, y, mdca_beta="3") == pytest.approx(nll + 3 * m)
     p_y = p[np.arange(len(y)), y]
     assert loss("flmdca", z, y) == pytest.approx(np.mean(-(1 - p_y) * np.log(p_y)) + m)
-    q = 0.9 * np.eye(5)[y] + 0.1 / 5
-    assert loss("lsmdca", z, y) == pytest.approx(np.mean(-(q * np.log(p)).sum(1)) + m)
+    q = 0.9 * np.eye(5)[y] + 0.1 / 5  # the torch form; the authors': test_authors_forms.py
+    assert loss("lsmdca", z, y, mdca_smoothing="torch") == pytest.approx(
+        np.mean(-(q * np.log(p)).sum(1)) + m)
 
 
 def test_brier_against_numpy(batch):
@@ -120,9 +121,11 @@ def test_mmce_against_numpy(batch):
     p = np_softmax(z)
     assert 0 < (p.argmax(1) == y).sum() < len(y)  # both groups present
     nll = -np.log(p[np.arange(len(y)), y]).mean()
-    assert loss("mmce", z, y) == pytest.approx(nll + 2.0 * np_mmce_weighted(p, y), abs=1e-5)
-    assert loss("mmce", z, y, mmce_width="0.1", mmce_lambda="1") == pytest.approx(
-        nll + np_mmce_weighted(p, y, 0.1), abs=1e-5)
+    # the paper's formula; the authors' code (the default): test_authors_forms.py
+    assert loss("mmce", z, y, mmce_form="paper") == pytest.approx(
+        nll + 2.0 * np_mmce_weighted(p, y), abs=1e-5)
+    assert loss("mmce", z, y, mmce_width="0.1", mmce_lambda="1", mmce_form="paper") == \
+        pytest.approx(nll + np_mmce_weighted(p, y, 0.1), abs=1e-5)
 
 
 def test_mdca_and_mmce_gradients_are_finite_and_reach_every_logit(batch):
