@@ -60,17 +60,20 @@ def ood(results_dir, cache_dir=None):
 
 
 def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=False,
-         cache_dir=None, eval_sets: bool = False):
+         cache_dir=None, eval_sets: bool = False, randomize: bool = False, seed: int = 0,
+         top_label: bool = False):
     """Conformal prediction sets as `bench report --sets --sets-alpha ALPHA`
     computes them, tidy (its sets/sets_long.csv): one row per dataset,
     backbone, method, variant (plain, ts unless `no_ts`, the calibrators of
     `variants`, dens), seed (none for D-Ens), score (lac, aps, raps), alpha,
-    measure (coverage, setsize, sscov) and value (a fraction; set size in
-    classes). `eval_sets=True`: the same on the records' shift and site sets
-    (its sets/sets_shift_long.csv: eval_set, corruption, severity columns
-    too; site sets have neither)."""
+    measure (coverage, setsize, sscov, empty) and value (a fraction; set size
+    in classes). `eval_sets=True`: the same on the records' shift and site
+    sets (its sets/sets_shift_long.csv: eval_set, corruption, severity
+    columns too; site sets have neither). `randomize`, `seed`, `top_label`:
+    --sets-randomize, --sets-seed, --sets-top-label."""
     opts = ReportOptions(sets=True, sets_alpha=alpha, variants=variants, no_ts=no_ts,
-                         no_plots=True, no_progress=True)
+                         no_plots=True, no_progress=True, sets_randomize=randomize,
+                         sets_seed=seed, sets_top_label=top_label)
     opts.validate()
     runs, _, _ = pipeline.load(results_dir, opts)
     cache = cells.cache_for(cache_dir) if cache_dir is not None else cells.Cache()

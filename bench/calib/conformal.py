@@ -15,9 +15,20 @@ Scores (a registry: a plugin may add one with `SCORES.add`):
   lac   1 - p_k: the least ambiguous sets (Sadinle, Lei and Wasserman 2019;
         TorchCP's THR, MAPIE's "lac")
   aps   the probability mass of every class ranked at or above k (Romano,
-        Sesia and Candes 2020), not randomised (see docs/reports.md, "Prediction sets")
+        Sesia and Candes 2020), not randomised by default (see docs/reports.md,
+        "Prediction sets")
   raps  aps + lam * max(0, rank_k - k_reg) (Angelopoulos, Bates, Malik and
         Jordan, ICLR 2021), RapsParams below
+
+How the sets are made beyond the score, SetRule (`bench report
+--sets-randomize`, `--sets-top-label`):
+  randomize  APS and RAPS (scores declared `randomizable`) less U * p_k, as
+             TorchCP does: U ~ Uniform[0, 1), one per calibration image (its
+             true class's score) and one per test image *and class*, drawn
+             from numpy's default_rng(seed), calibration images first, a
+             test image's r-th draw going to its class ranked r (TorchCP
+             draws in sorted order: the same draws give its sets).
+  top_label  every set holds the top class (rank 1) too, so no set is empty.
 
 Every function is pure numpy; ties in probability are ranked by class index
 (a stable sort), the same way for calibration and test images.
@@ -54,12 +65,32 @@ RAPS = RapsParams()
 
 
 @dataclass(frozen=True)
+class SetRule:
+    """How sets are made from a score (module text); the default is the
+    deterministic sets, which may be empty."""
+
+    randomize: bool = False
+    seed: int = 0
+    top_label: bool = False
+
+    def text(self) -> str:
+        """'' for the default, else what a cache key and a note name."""
+        parts = ([f"randomized seed {self.seed}"] if self.randomize else []) + (
+            ["top label"] if self.top_label else [])
+        return ", ".join(parts)
+
+
+DETERMINISTIC = SetRule()
+
+
+@dataclass(frozen=True)
 class Score:
     name: str
     fn: Callable[[np.ndarray], np.ndarray]  # probs [N, K] -> scores [N, K]
     head: str
     help: str = ""
     version: int = 1
+    randomizable: bool = False  # SetRule.randomize subtracts U * p_k (APS, RAPS)
 
     def __post_init__(self):
         # where the code came from (bench.core.plugins.origin reads __module__):
@@ -106,18 +137,19 @@ def raps_scores(probs: np.ndarray, params: RapsParams = RAPS) -> np.ndarray:
     return aps_scores(probs) + penalty
 
 
-def register_score(name: str, fn, head: str, text: str, version: int = 1) -> None:
+def register_score(name: str, fn, head: str, text: str, version: int = 1,
+                   randomizable: bool = False) -> None:
     """Register `fn(probs [N, K]) -> scores [N, K]` (lower: more conforming) as
     conformal score `name` (bench.plugins.register_conformal_score); a taken
-    name is an error."""
-    SCORES.add(name, Score(name, fn, head, text, version), text)
+    name is an error. `randomizable`: --sets-randomize subtracts U * p_k."""
+    SCORES.add(name, Score(name, fn, head, text, version, randomizable), text)
 
 
 register_score("lac", lac_scores, "LAC", "1 - p_k (Sadinle et al. 2019; TorchCP's THR)")
 register_score("aps", aps_scores, "APS", "mass ranked at or above k (Romano et al. 2020), "
-               "not randomised")
+               "not randomised unless --sets-randomize", randomizable=True)
 register_score("raps", raps_scores, "RAPS", f"APS + {RAPS.lam} x max(0, rank - {RAPS.k_reg}) "
-               "(Angelopoulos et al. 2021)")
+               "(Angelopoulos et al. 2021)", randomizable=True)
 
 
 def quantile(cal_scores: np.ndarray, alpha: float) -> float:
@@ -133,12 +165,24 @@ def true_scores(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 def prediction_sets(cal_probs, cal_labels, test_probs, score: str = "lac",
-                    alpha: float = DEFAULT_ALPHA) -> tuple[np.ndarray, float]:
+                    alpha: float = DEFAULT_ALPHA,
+                    rule: SetRule = DETERMINISTIC) -> tuple[np.ndarray, float]:
     """(sets [N_test, K] bool, q): the split-conformal sets of `score` at
-    miscoverage `alpha`, calibrated on (cal_probs, cal_labels)."""
-    fn = SCORES.get(score).fn
-    q = quantile(true_scores(fn(cal_probs), cal_labels), check_alpha(alpha))
-    return fn(test_probs) <= q, q
+    miscoverage `alpha`, calibrated on (cal_probs, cal_labels), made as
+    `rule` says (module text)."""
+    sc = SCORES.get(score)
+    cal_probs, test_probs = np.asarray(cal_probs, np.float64), np.asarray(test_probs, np.float64)
+    cal, test = true_scores(sc.fn(cal_probs), cal_labels), sc.fn(test_probs)
+    if rule.randomize and sc.randomizable:
+        rng = np.random.default_rng(rule.seed)
+        cal = cal - rng.random(len(cal)) * true_scores(cal_probs, cal_labels)
+        u = rng.random(test.shape)  # [image, rank]: the r-th draw goes to the class ranked r
+        test = test - np.take_along_axis(u, ranks(test_probs) - 1, axis=1) * test_probs
+    q = quantile(cal, check_alpha(alpha))
+    sets = test <= q
+    if rule.top_label:
+        sets |= ranks(test_probs) == 1
+    return sets, q
 
 
 # ---------------------------------------------------- measures of sets --
@@ -160,6 +204,12 @@ def coverage(sets: np.ndarray, labels: np.ndarray) -> float:
 def mean_size(sets: np.ndarray, labels: np.ndarray) -> float:
     """Mean number of classes per set."""
     return float(np.mean(np.asarray(sets, bool).sum(axis=1)))
+
+
+def empty_share(sets: np.ndarray, labels: np.ndarray) -> float:
+    """Share of images whose set is empty (LAC's, APS' and RAPS' sets can be:
+    a confident wrong image's every score may lie above q)."""
+    return float(np.mean(~np.asarray(sets, bool).any(axis=1)))
 
 
 def stratum_coverages(sets: np.ndarray, labels: np.ndarray) -> dict:

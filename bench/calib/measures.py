@@ -191,3 +191,5 @@ _add("setsize", CF.mean_size, "Size", hi=float("inf"), rank=False, sets=True,
 _add("sscov", CF.size_stratified_coverage, "SSC", higher=True, rank=False, sets=True,
      help="prediction sets: lowest coverage among set-size strata 0-1, 2-3, 4-10, 11-100, 101+ "
           "(Angelopoulos et al. 2021)")
+_add("empty", CF.empty_share, "Empty", rank=False, sets=True,
+     help="prediction sets: share of images whose set is empty (none with --sets-top-label)")

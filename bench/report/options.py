@@ -22,7 +22,7 @@ from bench.calib import measures as M
 from bench.calib import variants as V
 from bench.report.render import kinds
 from bench.report.render.tables import REFERENCE
-from bench.calib.conformal import check_alpha
+from bench.calib.conformal import SetRule, check_alpha
 from bench.report.paper import copied
 
 KINDS = tuple(k.name for k in kinds.TABLES)  # one --caption-<kind> each
@@ -129,6 +129,13 @@ class ReportOptions(Options):
     sets_alpha: float = option(
         0.1, "miscoverage of --sets, in (0, 1) (default 0.1: sets that hold the true class "
         "90%% of the time)")
+    # how sets are made from a score (bench.calib.conformal.SetRule)
+    sets_randomize: bool = option(
+        False, "--sets: randomised APS and RAPS, TorchCP's convention (score less U x p_k, "
+        "U uniform, seeded by --sets-seed)")
+    sets_seed: int = option(0, "seed of --sets-randomize's uniform draws (default 0)")
+    sets_top_label: bool = option(
+        False, "--sets: every set also holds the top class (no empty sets)")
     no_ts: bool = option(False, "skip temperature scaling")
     no_plots: bool = option(False)
     # bench.api.report shows no progress bar unless asked (no_progress=False)
@@ -141,6 +148,8 @@ class ReportOptions(Options):
                              "(e.g. 0.05)")
         if self.sets or self.sets_alpha != 0.1:
             check_alpha(self.sets_alpha)
+        if self.sets_seed < 0:
+            raise BenchError(f"--sets-seed {self.sets_seed}: a seed must be >= 0")
         if self.test not in TESTS:
             raise choices_error("--test", self.test, TESTS)
         if self.compare is not None and self.compare not in COMPARE_CHOICES:
@@ -182,6 +191,11 @@ class ReportOptions(Options):
     @property
     def sections(self):
         return parse_sections(self.order)
+
+    @property
+    def set_rule(self) -> SetRule:
+        """How --sets makes sets from a score (bench.calib.conformal.SetRule)."""
+        return SetRule(self.sets_randomize, self.sets_seed, self.sets_top_label)
 
     @property
     def seed_list(self) -> list[int] | None:

@@ -115,8 +115,9 @@ def sets_report(opts: ReportOptions, runs, cache):
     calibrators, and D-Ens, as conformal prediction sets (bench.report.evals.sets),
     on the test split and on the records' shift and site sets (setshift)."""
     variants = list(kinds.SHIFT.rows(not opts.no_ts, opts.variant_list))  # as --shift's rows
-    data = sets.compute(runs, variants, opts.sets_alpha, cache)
-    shifted = setshift.compute(runs, variants, opts.sets_alpha, cache)  # shift and site sets
+    data = sets.compute(runs, variants, opts.sets_alpha, cache, opts.set_rule)
+    shifted = setshift.compute(runs, variants, opts.sets_alpha, cache,
+                               opts.set_rule)  # shift and site sets
     data.shifted = shifted if shifted.rows else None
     data.notes += shifted.notes
     return data

@@ -97,7 +97,7 @@ def test_set_measures_by_hand():
 
 
 def test_set_measures_stay_out_of_the_probability_tables():
-    assert set(M.set_names()) == {"coverage", "setsize", "sscov"}
+    assert set(M.set_names()) == {"coverage", "setsize", "sscov", "empty"}
     assert not set(M.set_names()) & set(M.names())
     assert all(M.get(m).sets and not M.get(m).rank for m in M.set_names())
 

@@ -35,12 +35,13 @@ def report(tmp_path_factory):
 
 
 def hand_lac(pv, yv, pt, yt, alpha):
-    """(coverage, mean size) of LAC sets: the ceil((n+1)(1-alpha))-th smallest
-    1 - p_y of the validation split as the threshold."""
+    """(coverage, mean size, share of empty sets) of LAC sets: the
+    ceil((n+1)(1-alpha))-th smallest 1 - p_y of the validation split as the
+    threshold."""
     cal = np.sort(1 - pv[np.arange(len(yv)), yv])
     r = math.ceil(round((len(cal) + 1) * (1 - alpha), 9))
     sets = (1 - pt) <= cal[r - 1]
-    return sets[np.arange(len(yt)), yt].mean(), sets.sum(1).mean()
+    return sets[np.arange(len(yt)), yt].mean(), sets.sum(1).mean(), (sets.sum(1) == 0).mean()
 
 
 def hand_aps(pv, yv, pt, yt, alpha):
@@ -51,7 +52,7 @@ def hand_aps(pv, yv, pt, yt, alpha):
     cal = np.sort(mass(pv)[np.arange(len(yv)), yv])
     r = math.ceil(round((len(cal) + 1) * (1 - alpha), 9))
     sets = mass(pt) <= cal[r - 1]
-    return sets[np.arange(len(yt)), yt].mean(), sets.sum(1).mean()
+    return sets[np.arange(len(yt)), yt].mean(), sets.sum(1).mean(), (sets.sum(1) == 0).mean()
 
 
 def probs(results, method, seed, backbone="resnet50"):
@@ -67,16 +68,18 @@ def test_values_against_sets_made_here(report, method, seed, score, hand):
     long = pd.read_csv(out / "sets" / "sets_long.csv")
     mine = long[(long.backbone == "resnet50") & (long.method == method) & (long.seed == seed)
                 & (long.variant == "plain") & (long.score == score)].set_index("measure")["value"]
-    cov, size = hand(*probs(results, method, seed), ALPHA)
+    cov, size, empty = hand(*probs(results, method, seed), ALPHA)
     assert mine["coverage"] == pytest.approx(cov)
     assert mine["setsize"] == pytest.approx(size)
+    assert mine["empty"] == pytest.approx(empty)
 
 
 def test_rows_scores_and_frame(report):
     results, out = report
     long = pd.read_csv(out / "sets" / "sets_long.csv")
     assert set(long.score) == {"lac", "aps", "raps"}
-    assert set(long.measure) == {"coverage", "setsize", "sscov"}
+    assert set(long.measure) == {"coverage", "setsize", "sscov", "empty"}
+    assert (long[long.measure == "empty"].value > 0).any()  # LAC's sets can be empty here
     assert set(long.variant) == {"plain", "ts", "vs", "dens"}
     assert (long.alpha == ALPHA).all()
     assert long[long.variant == "dens"].seed.isna().all()
@@ -102,7 +105,7 @@ def test_sets_after_ts_are_calibrated_on_scaled_validation_probs(report):
     assert abs(t - 1) > 0.05  # TS moves these probabilities
     pv = softmax(p["val_logits"].astype(np.float64).mean(1) / t, -1)
     pt = softmax(p["test_logits"].astype(np.float64).mean(1) / t, -1)
-    cov, size = hand_lac(pv, p["val_labels"], pt, p["test_labels"], ALPHA)
+    cov, size, _ = hand_lac(pv, p["val_labels"], pt, p["test_labels"], ALPHA)
     long = pd.read_csv(out / "sets" / "sets_long.csv")
     mine = long[(long.backbone == "resnet50") & (long.method == "4hml") & (long.seed == 0)
                 & (long.variant == "ts") & (long.score == "lac")].set_index("measure")["value"]
@@ -113,7 +116,7 @@ def test_table_markdown_and_figure(report):
     _, out = report
     md = (out / "tables" / "sets_toy_resnet50.md").read_text()
     head = md.splitlines()[0]
-    for h in ("LAC Cov", "APS Size↓", "RAPS SSC↑"):
+    for h in ("LAC Cov", "APS Size↓", "RAPS SSC↑", "LAC Empty↓"):
         assert h in head
     rows = [line.split("|")[1].strip() for line in md.splitlines()[2:] if line.startswith("|")]
     assert rows[:3] == ["SL1H", "SL1H+TS", "SL1H+VS"] and "D-Ens" in rows
@@ -146,3 +149,27 @@ def test_latex_fits_its_page(report):
     log = (tex / "sets_toy_resnet50_doc.log").read_text(errors="replace")
     assert not [float(x) for x in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide", log)
                 if float(x) > 1.0]
+
+
+def test_randomised_top_label_report(report, tmp_path):
+    """--sets-randomize --sets-seed --sets-top-label (issue 49): no empty set,
+    the note says how the sets were made, LAC's coverage is the default's or
+    more (its sets only gain the top class), and bench.results agrees."""
+    results, out = report
+    mine = tmp_path / "out"
+    assert main(["report", "--results", str(results), "--out", str(mine), "--sets",
+                 "--sets-alpha", str(ALPHA), "--no-progress", "--no-plots", "--variants", "vs",
+                 "--metrics", "ece,aece,brier", "--sets-randomize", "--sets-seed", "3",
+                 "--sets-top-label"]) == 0
+    long = pd.read_csv(mine / "sets" / "sets_long.csv")
+    assert (long[long.measure == "empty"].value == 0).all()
+    md = (mine / "tables" / "sets_toy_resnet50.md").read_text()
+    assert "randomised as TorchCP" in md and "seed 3" in md and "holds the top class" in md
+    base = pd.read_csv(out / "sets" / "sets_long.csv")
+    keys = ["backbone", "method", "variant", "seed", "score", "measure"]
+    both = base.merge(long, on=keys, suffixes=("", "_new"))
+    lac = both[(both.score == "lac") & (both.measure == "coverage")]
+    assert len(lac) and (lac.value_new >= lac.value - 1e-12).all()
+    assert "not randomised" in (out / "tables" / "sets_toy_resnet50.md").read_text()
+    frame = R.sets(results, alpha=ALPHA, variants="vs", randomize=True, seed=3, top_label=True)
+    assert np.allclose(frame.value.to_numpy(), long.value.to_numpy())

@@ -118,7 +118,11 @@ def test_shift_table_shows_the_shortfall(report):
     md = (out / "tables" / "sets_shift_toy_resnet50.md").read_text()
     line = next(row for row in md.splitlines() if row.startswith("| 2HML "))
     assert f"{float(worst['gap'].iloc[0]) * 100:+.1f}" in line
-    assert "LAC clean" in md.splitlines()[0] and "RAPS Δ" in md.splitlines()[0]
+    # one block of columns per score (issue 49), each Method + severities + Δ
+    heads = [line for line in md.splitlines() if line.startswith("| Method")]
+    assert len(heads) == 3 and "LAC clean" in heads[0] and "RAPS Δ" in heads[2]
+    assert all(h.count("|") == len(SEVERITIES) + 3 for h in heads)  # Method, severities, Δ
+    assert md.count("Coverage (x100)") == 1  # the note once, under the last block
 
 
 def test_results_frame_is_the_csv(report):

@@ -16,9 +16,14 @@ after TS are calibrated on the same split TS was fitted on. TS changes
 one number from that split's NLL, so the exchangeability the guarantee
 rests on is left practically intact (docs/reports.md, "Prediction sets").
 
+How sets are made from a score (randomised APS/RAPS, the top label always
+in) is the report's SetRule (bench.calib.conformal; --sets-randomize,
+--sets-seed, --sets-top-label), `data.rule`.
+
 Entries are cached with the report's other values (OUT/cache/measures.json)
-under `sets:<alpha>:<variant>:<paths>`, keyed by the records' digests and
-the versions of this layout, the variant, the scores and the measures.
+under `sets:<alpha>:<variant>:<paths>` (`sets[<rule>]:...` for a rule other
+than the default), keyed by the records' digests and the versions of this
+layout, the variant, the scores and the measures.
 """
 from __future__ import annotations
 
@@ -46,16 +51,17 @@ def on_validation(preds: dict) -> dict:
     return {**preds, "test_logits": preds["val_logits"], "test_labels": preds["val_labels"]}
 
 
-def set_values(variant: V.Variant, preds, alpha: float) -> dict:
+def set_values(variant: V.Variant, preds, alpha: float,
+               rule: CF.SetRule = CF.DETERMINISTIC) -> dict:
     """score -> {measure -> value, "q": the calibrated threshold}, and
     "n_test": the test split's size, of one record's predictions (an
-    ensemble: the list of its members')."""
+    ensemble: the list of its members'), sets made as `rule` says."""
     cal = [on_validation(p) for p in preds] if variant.ensemble else on_validation(preds)
     val_probs, val_labels, _ = variant.apply(cal)
     test_probs, test_labels, _ = variant.apply(preds)
     out = {"n_test": int(len(test_labels))}
     for score in CF.SCORES.names():
-        sets, q = CF.prediction_sets(val_probs, val_labels, test_probs, score, alpha)
+        sets, q = CF.prediction_sets(val_probs, val_labels, test_probs, score, alpha, rule)
         out[score] = {m: M.get(m).fn(sets, test_labels) for m in M.set_names()}
         out[score]["q"] = q if np.isfinite(q) else None  # JSON has no inf: every set full
     return out
@@ -67,15 +73,23 @@ def versions() -> str:
     return scores + ";" + ",".join(f"{m}{M.get(m).version}" for m in M.set_names())
 
 
-def entry(records: list, variant: V.Variant, alpha: float, cache: Cache) -> dict:
+def cache_prefix(kind: str, rule: CF.SetRule) -> str:
+    """'sets' (or 'sets-<set>'), with the rule where it is not the default
+    (so the default's cache entries keep their names)."""
+    return f"{kind}[{rule.text()}]" if rule.text() else kind
+
+
+def entry(records: list, variant: V.Variant, alpha: float, cache: Cache,
+          rule: CF.SetRule = CF.DETERMINISTIC) -> dict:
     """set_values of one record (an ensemble: all members), cached."""
-    name = f"sets:{alpha!r}:{variant.name}:" + "|".join(str(r.path) for r in records)
+    name = f"{cache_prefix('sets', rule)}:{alpha!r}:{variant.name}:" + "|".join(
+        str(r.path) for r in records)
     key = f"v{VERSION}.{variant.version}:{versions()}:" + "|".join(r.digest for r in records)
     hit = cache.used.get(name) or cache.entries.get(name)
     if not (hit and hit.get("key") == key):
         preds = [r.predictions for r in records]
         hit = {"key": key, "value": set_values(variant, preds if variant.ensemble else preds[0],
-                                               alpha)}
+                                               alpha, rule)}
     cache.used[name] = hit
     return hit["value"]
 
@@ -91,6 +105,7 @@ class SetsData:
     n_test: dict = field(default_factory=dict)  # dataset -> test split size (the table's mark)
     # the records' shift and site sets (bench.report.evals.setshift.ShiftSets), where any has one
     shifted: object = None
+    rule: CF.SetRule = CF.DETERMINISTIC  # how sets are made from a score
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -108,17 +123,18 @@ def _add(data: SetsData, ds, bb, method, variant: V.Variant, seed, values: dict)
                       for m in M.set_names()]
 
 
-def compute(runs: list, variants, alpha: float, cache: Cache) -> SetsData:
+def compute(runs: list, variants, alpha: float, cache: Cache,
+            rule: CF.SetRule = CF.DETERMINISTIC) -> SetsData:
     """The sets of every run under `variants` (plain first, then the
     calibrators) and of D-Ens (the sl1h seeds of one config, >= 2)."""
     alpha = CF.check_alpha(alpha)
-    data = SetsData(alpha, tuple(v for v in variants if v != V.PLAIN))
+    data = SetsData(alpha, tuple(v for v in variants if v != V.PLAIN), rule=rule)
     groups = defaultdict(list)
     for r in sorted(runs, key=lambda r: (r.dataset, r.backbone, r.method, r.seed)):
         try:
             for v in variants:
                 _add(data, r.dataset, r.backbone, r.method, v, r.seed,
-                     entry([r.record], v, alpha, cache))
+                     entry([r.record], v, alpha, cache, rule))
         except (BenchError, ValueError, KeyError) as err:
             data.notes.append(f"no prediction sets for {r.path}: {err}")
             continue
@@ -127,7 +143,7 @@ def compute(runs: list, variants, alpha: float, cache: Cache) -> SetsData:
         if method == ENSEMBLE_OF and len(members) >= MIN_MEMBERS:
             try:
                 _add(data, ds, bb, DENS, V.DENS, None,
-                     entry([r.record for r in members], V.DENS, alpha, cache))
+                     entry([r.record for r in members], V.DENS, alpha, cache, rule))
             except (BenchError, ValueError) as err:
                 data.notes.append(f"{ds}/{bb}: no D-Ens prediction sets: {err}")
     return data

@@ -27,7 +27,8 @@ from bench.core.errors import BenchError
 from bench.core.paper import DENS, ENSEMBLE_OF
 from bench.report.evals import shift as S
 from bench.report.numbers.cells import Cache
-from bench.report.evals.sets import MIN_MEMBERS, VERSION, versions, on_validation, row_key
+from bench.report.evals.sets import (MIN_MEMBERS, VERSION, cache_prefix, versions,
+                                     on_validation, row_key)
 
 SITE_PREFIX = "site-"
 LONG_COLUMNS = ["dataset", "backbone", "method", "variant", "seed", "eval_set", "corruption",
@@ -41,17 +42,19 @@ def calibration(variant: V.Variant, preds) -> tuple[np.ndarray, np.ndarray]:
     return probs, labels
 
 
-def measured(cal, test_probs, labels, alpha: float) -> dict:
+def measured(cal, test_probs, labels, alpha: float, rule: CF.SetRule) -> dict:
     """score -> measure -> value of the sets of `test_probs` [N, K]."""
     out = {}
     for score in CF.SCORES.names():
-        sets, _ = CF.prediction_sets(*cal, test_probs, score, alpha)
+        sets, _ = CF.prediction_sets(*cal, test_probs, score, alpha, rule)
         out[score] = {m: M.get(m).fn(sets, labels) for m in M.set_names()}
     return out
 
 
-def _cached(name: str, records, variant, alpha, cache: Cache, compute) -> dict:
-    key_name = f"sets-{name}:{alpha!r}:{variant.name}:" + "|".join(str(r.path) for r in records)
+def _cached(name: str, records, variant, alpha, cache: Cache, compute,
+            rule: CF.SetRule) -> dict:
+    key_name = f"{cache_prefix('sets-' + name, rule)}:{alpha!r}:{variant.name}:" + "|".join(
+        str(r.path) for r in records)
     key = f"v{VERSION}.{variant.version}:{versions()}:" + "|".join(
         f"{r.digest}/{r.eval_digest(name)}" for r in records)
     hit = cache.used.get(key_name) or cache.entries.get(key_name)
@@ -61,7 +64,7 @@ def _cached(name: str, records, variant, alpha, cache: Cache, compute) -> dict:
     return hit["value"]
 
 
-def shift_entry(records, variant, alpha, cache: Cache) -> dict:
+def shift_entry(records, variant, alpha, cache: Cache, rule: CF.SetRule) -> dict:
     """{"corruptions", "severities", "values": [C][S] of measured()} on the
     records' shift sets (one record; an ensemble: its members)."""
     def compute():
@@ -71,12 +74,13 @@ def shift_entry(records, variant, alpha, cache: Cache) -> dict:
         probs, labels = S.slices(variant, records, grids)
         return {"corruptions": [str(c) for c in grids[0]["corruptions"]],
                 "severities": [int(s) for s in grids[0]["severities"]],
-                "values": [[measured(cal, p, labels, alpha) for p in per_c] for per_c in probs]}
+                "values": [[measured(cal, p, labels, alpha, rule) for p in per_c]
+                           for per_c in probs]}
 
-    return _cached(S.SHIFT, records, variant, alpha, cache, compute)
+    return _cached(S.SHIFT, records, variant, alpha, cache, compute, rule)
 
 
-def site_entry(records, name: str, variant, alpha, cache: Cache) -> dict:
+def site_entry(records, name: str, variant, alpha, cache: Cache, rule: CF.SetRule) -> dict:
     """measured() on the records' site set `name` (an ensemble: its members')."""
     def compute():
         preds = [r.predictions for r in records]
@@ -85,9 +89,9 @@ def site_entry(records, name: str, variant, alpha, cache: Cache) -> dict:
         moved = [{**p, "test_logits": np.asarray(s["logits"]), "test_labels":
                   np.asarray(s["labels"])} for p, s in zip(preds, sets)]
         probs, labels, _ = variant.apply(moved if variant.ensemble else moved[0])
-        return measured(cal, probs, labels, alpha)
+        return measured(cal, probs, labels, alpha, rule)
 
-    return _cached(name, records, variant, alpha, cache, compute)
+    return _cached(name, records, variant, alpha, cache, compute, rule)
 
 
 @dataclass
@@ -97,6 +101,7 @@ class ShiftSets:
     rows: list = field(default_factory=list)  # LONG_COLUMNS tuples
     notes: list = field(default_factory=list)
     n_test: dict = field(default_factory=dict)  # (dataset, eval_set) -> images per slice
+    rule: CF.SetRule = CF.DETERMINISTIC  # how sets are made from a score
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -113,13 +118,13 @@ def _add(out: ShiftSets, run, method, variant, seed, records, names, cache) -> N
     who = (run.dataset, run.backbone, method, variant.name, seed)
     for name in names:
         if name == S.SHIFT:
-            e = shift_entry(records, variant, out.alpha, cache)
+            e = shift_entry(records, variant, out.alpha, cache, out.rule)
             for c, per_c in zip(e["corruptions"], e["values"]):
                 for sev, v in zip(e["severities"], per_c):
                     _rows(out, who, name, c, sev, v)
         else:
             _rows(out, who, name, None, None, site_entry(records, name, variant, out.alpha,
-                                                         cache))
+                                                         cache, out.rule))
 
 
 def labelled_sets(record) -> list[str]:
@@ -127,10 +132,12 @@ def labelled_sets(record) -> list[str]:
     return sorted(n for n in record.evals if n == S.SHIFT or n.startswith(SITE_PREFIX))
 
 
-def compute(runs: list, variants, alpha: float, cache: Cache) -> ShiftSets:
+def compute(runs: list, variants, alpha: float, cache: Cache,
+            rule: CF.SetRule = CF.DETERMINISTIC) -> ShiftSets:
     """Every run's shift and site sets under `variants`, and D-Ens of the sl1h
     seeds that share them; a set that cannot be read is named in notes."""
-    out = ShiftSets(CF.check_alpha(alpha), tuple(v for v in variants if v != V.PLAIN))
+    out = ShiftSets(CF.check_alpha(alpha), tuple(v for v in variants if v != V.PLAIN),
+                    rule=rule)
     groups = defaultdict(list)
     for r in sorted(runs, key=lambda r: (r.dataset, r.backbone, r.method, r.seed)):
         names = labelled_sets(r.record)

@@ -41,23 +41,31 @@ def _shift_cells(stats: pd.DataFrame, rows, severities) -> list[list[str]]:
     return out
 
 
-def shift_note(alpha: float) -> str:
+def shift_note(alpha: float, rule: CF.SetRule = CF.DETERMINISTIC) -> str:
     return (f"Coverage (x100) of split conformal sets at alpha = {alpha:g} (target "
             f"{100 * (1 - alpha):g}%), calibrated on the in-distribution validation split after "
             "each row's calibrator, on the corrupted test images: mean over corruptions at each "
             "severity (0: clean), then over seeds. Δ: coverage at the highest severity minus "
-            "the target. Set sizes: sets/sets_shift_table.csv.")
+            "the target. Set sizes: sets/sets_shift_table.csv."
+            + ("" if rule == CF.DETERMINISTIC else " " + setstables.rule_note(rule)))
 
 
 def shift_markdown(data: ShiftSets, stats, block, sections=None, labels=None) -> str:
+    """One block of columns per score, one under the other (three scores x
+    seven severities side by side are 22 columns, unreadable in a terminal),
+    as the shift table's Markdown is per severity; the note once, under the last."""
     sub = _block(stats, block, SHIFT)
     rows = setstables.table_rows(data, sub, block, sections, labels)
     sevs = sorted(int(v) for v in sub["severity"].dropna().unique())
-    heads = [f"{CF.SCORES.get(s).head} {'clean' if v == 0 else v}" if v is not None else
-             f"{CF.SCORES.get(s).head} Δ" for s in CF.SCORES.names() for v in [*sevs, None]]
-    body = [[r.label, *c] for r, c in zip(rows, _shift_cells(sub, rows, sevs))]
-    return tabulate(body, headers=["Method", *heads], tablefmt="github",
-                    disable_numparse=True) + "\n\n" + shift_note(data.alpha)
+    cells, k = _shift_cells(sub, rows, sevs), len(sevs) + 1
+    blocks = []
+    for i, s in enumerate(CF.SCORES.names()):
+        head = CF.SCORES.get(s).head
+        heads = [f"{head} {'clean' if v == 0 else v}" for v in sevs] + [f"{head} Δ"]
+        body = [[r.label, *c[i * k:(i + 1) * k]] for r, c in zip(rows, cells)]
+        blocks.append(tabulate(body, headers=["Method", *heads], tablefmt="github",
+                               disable_numparse=True))
+    return "\n\n".join([*blocks, shift_note(data.alpha, data.rule)])
 
 
 def shift_fragment(data: ShiftSets, stats, block, sections=None, labels=None) -> str:
@@ -76,7 +84,7 @@ def shift_fragment(data: ShiftSets, stats, block, sections=None, labels=None) ->
         c.replace(DASH, "--") for c in cs) + " \\\\"
         for r, cs in zip(rows, _shift_cells(sub, rows, sevs))]
     lines += ["\\bottomrule", "\\end{tabular}"]
-    note = latex.tex_escape(shift_note(data.alpha)).replace("Δ", "$\\Delta$")
+    note = latex.tex_escape(shift_note(data.alpha, data.rule)).replace("Δ", "$\\Delta$")
     title = (f"Conformal prediction sets under distribution shift on the \\textbf{{"
              f"{latex.tex_escape(dataset_name(ds, labels))} dataset}}, "
              f"{latex.tex_escape(backbone_name(bb, labels))}")

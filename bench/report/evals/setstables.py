@@ -28,7 +28,7 @@ from bench.report.render.tables import backbone_name, dataset_name
 
 DASH = "–"
 LOW = "▾"  # coverage below its target by more than the binomial margin (Markdown)
-PERCENT = {"coverage", "sscov"}  # shown x100; set size in classes
+PERCENT = {"coverage", "sscov", "empty"}  # shown x100; set size in classes
 
 
 def blocks(stats: pd.DataFrame) -> list[tuple]:
@@ -87,20 +87,28 @@ def body(data, stats, block, sections, labels, pm: str, low: str) -> tuple[list,
     return rows, cells
 
 
-def note(alpha: float) -> str:
+def note(alpha: float, rule: CF.SetRule = CF.DETERMINISTIC) -> str:
     return (f"Split conformal sets at alpha = {alpha:g} (target coverage {100 * (1 - alpha):g}%), "
             "calibrated on the validation split after each row's calibrator; mean ± std over "
             "seeds (D-Ens: one number). Cov and SSC (lowest coverage over set-size strata) "
-            f"x100, Size in classes; {LOW}: coverage below the target by more than twice its "
-            "binomial standard error. RAPS: "
-            f"k_reg = {CF.RAPS.k_reg}, lambda = {CF.RAPS.lam}; APS and RAPS not randomised.")
+            f"x100, Size in classes, Empty: share of empty sets x100; {LOW}: coverage below "
+            "the target by more than twice its binomial standard error. RAPS: "
+            f"k_reg = {CF.RAPS.k_reg}, lambda = {CF.RAPS.lam}; " + rule_note(rule))
+
+
+def rule_note(rule: CF.SetRule) -> str:
+    """How the sets were made beyond the score, one sentence."""
+    text = ("APS and RAPS randomised as TorchCP (U ~ Uniform[0, 1) per calibration image and "
+            f"per test image and class, seed {rule.seed})" if rule.randomize
+            else "APS and RAPS not randomised")
+    return text + ("; every set holds the top class." if rule.top_label else ".")
 
 
 def markdown(data, stats, block, sections=None, labels=None) -> str:
     rows, cells = body(data, stats, block, sections, labels, " ± ", LOW)
     text = tabulate([[r.label, *c] for r, c in zip(rows, cells)],
                     headers=["Method", *heads(False)], tablefmt="github", disable_numparse=True)
-    return text + "\n\n" + note(data.alpha)
+    return text + "\n\n" + note(data.alpha, data.rule)
 
 
 def fragment(data, stats, block, sections=None, labels=None, where: str = "",
@@ -120,7 +128,7 @@ def fragment(data, stats, block, sections=None, labels=None, where: str = "",
               + " & ".join(c.replace(DASH, "--") for c in cs) + " \\\\"
               for r, cs in zip(rows, cells)]
     lines += ["\\bottomrule", "\\end{tabular}"]
-    tex_note = latex.tex_escape(note(data.alpha)).replace("±", "$\\pm$").replace(
+    tex_note = latex.tex_escape(note(data.alpha, data.rule)).replace("±", "$\\pm$").replace(
         LOW, "$^\\blacktriangledown$")
     title = (f"Conformal prediction sets on the \\textbf{{"
              f"{latex.tex_escape(dataset_name(ds, labels))} dataset}}, "
