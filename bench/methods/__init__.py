@@ -2,7 +2,7 @@
 
 What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """
-from .base import METHODS, Method, create_method, method_params  # noqa: F401
+from .base import METHODS, Method, create_method, legacy_filled, method_params  # noqa: F401
 from . import sl1h, ls, mbls, mixup, dca, mhml, focal  # noqa: F401
 from . import mdca, brier, mmce, mcdropout, batchensemble, packed  # noqa: F401
 from bench.core.paper import EXTRA_BASELINES, PAPER_METHODS

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.core.config import apply_overrides
 from bench.core.paper import METHOD_NAMES
-from bench.core.settings import hashed, validate
+from bench.core.settings import hashed, specs, validate
 from bench.core.registry import Registry
 from bench.core.transfer import h2d
 
@@ -120,3 +120,15 @@ def create_method(name: str, overrides: dict | None = None) -> Method:
 def method_params(name: str):
     """Default hyper-parameter dataclass of a method (for routing --set keys)."""
     return METHODS.get(name)().params
+
+
+def legacy_filled(name: str, stored: dict) -> dict:
+    """A record's `method_params` with the keys it lacks that declare a legacy
+    value (bench.core.settings.Spec.legacy) filled in with it: the formula a
+    record made before the key existed, or at that value, was trained with.
+    A method no registry knows (a plugin not loaded) keeps `stored`."""
+    if name not in METHODS:
+        return dict(stored)
+    legacy = {k: spec.legacy for k, spec in specs(method_params(name)).items()
+              if spec.has_legacy}
+    return {**stored, **{k: v for k, v in legacy.items() if k not in stored}}

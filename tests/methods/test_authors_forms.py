@@ -193,3 +193,18 @@ def test_a_record_without_the_key_reads_as_the_old_formula():
     assert recorded(create_method("mmce").params, {}).mmce_form == "paper"
     new = create_method("mmce").params
     assert recorded(new, {"mmce_form": "authors"}).mmce_form == "authors"
+
+
+def test_the_report_shows_an_old_record_as_the_named_option():
+    """runs.csv's param_ columns and --config's ambiguity message read
+    config.json: an old record lacks the key and shows its legacy value."""
+    from bench.report.numbers.frame import settings
+
+    old = settings({"method": "lsmdca", "method_params": {"mdca_beta": 1.0,
+                                                          "mdca_epsilon": 0.1}})
+    new = settings({"method": "lsmdca", "method_params": {
+        "mdca_beta": 1.0, "mdca_epsilon": 0.1, "mdca_smoothing": "authors"}})
+    assert (old["param_mdca_smoothing"], new["param_mdca_smoothing"]) == ("torch", "authors")
+    assert "param_mmce_form" not in settings({"method": "sl1h", "method_params": {}})
+    plugin = settings({"method": "not-loaded", "method_params": {"beta": 2.0}})
+    assert plugin["param_beta"] == 2.0

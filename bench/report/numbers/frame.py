@@ -37,11 +37,16 @@ def damaged(path: Path) -> str | None:
 
 
 def settings(cfg: dict) -> dict:
-    """The config's scalar settings as columns (training fields, method params)."""
+    """The config's scalar settings as columns (training fields, method params;
+    a key that stays out of the hash at its legacy value shows that value
+    where config.json lacks it, bench.methods.base.legacy_filled)."""
+    # the method registry on demand: `import bench.api` loads this module
+    from bench.methods import legacy_filled
+
     out = {"backbone_weights": cfg.get("backbone_weights")}
     out.update({f"train_{k}": v for k, v in (cfg.get("train") or {}).items()})
-    out.update({f"param_{k}": v for k, v in (cfg.get("method_params") or {}).items()
-                if np.isscalar(v)})
+    params = legacy_filled(cfg.get("method", ""), cfg.get("method_params") or {})
+    out.update({f"param_{k}": v for k, v in params.items() if np.isscalar(v)})
     # an edited plugin makes a new config: its digest tells the two apart
     out.update({f"{role}_sha256": c.get("sha256", "")[:12]
                 for role, c in (cfg.get("plugin_code") or {}).items()})
