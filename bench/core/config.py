@@ -131,6 +131,13 @@ class TrainConfig:
         "auto", "how a fused group trains: auto (CUDA: streams; CPU: vmap) | vmap (one "
         "stacked model) | streams (one model per run, steps interleaved on CUDA streams)",
         choices=("auto", "vmap", "streams"), in_hash=False)
+    # The graph-safe step's next epoch drawn on a worker thread while this one
+    # trains (bench/train/staging.py), from copies of the generators: every
+    # random stream, record and resume state as without it. Speed only.
+    stage_ahead: str = setting(
+        "auto", "draw the next epoch while this one trains (graph-safe step): auto (CUDA "
+        "only: on a CPU the thread takes the step's cores) | true | false",
+        choices=("auto", "true", "false"), in_hash=False)
     # cuDNN times its convolution algorithms once per shape and keeps the
     # fastest. Off = cuDNN's heuristic choice: slower, but the same algorithm
     # every run.

@@ -5,13 +5,14 @@ At batch 8 a step is about a thousand small kernel launches, each queued by
 Python: on a GPU the host is the bottleneck. This step takes every per-step
 decision off the host:
 
-- **Draws per epoch** (`draw_epoch`). Batch order, each image's augmentation
-  op / magnitude / sign, a method's draws (mixup's lambda and permutation)
-  and the learning rate of every step are drawn or computed at the epoch's
-  start from the same seeded generators, in the same order as the per-step
-  path draws them (bench.train.loop.train_step), and copied to the device
-  once (`Stage`). The step reads row `counter` of each (a device tensor it
-  increments itself).
+- **Draws per epoch** (bench.train.staging). Batch order, each image's
+  augmentation op / magnitude / sign, a method's draws (mixup's lambda and
+  permutation) and the learning rate of every step are drawn or computed
+  for the whole epoch from the same seeded generators, in the same order as
+  the per-step path draws them (bench.train.loop.train_step), and copied to
+  the device once (`Stage`); on CUDA the next epoch's on a worker thread
+  while this one trains. The step reads row `counter` of each (a device
+  tensor it increments itself).
 - **Masks, not groups**: augmentation by bench.train.maskaug (every op on
   every image, chosen per image).
 - **Tensors, not floats**: gradients by torch.func (no `.grad` fields to
@@ -30,9 +31,9 @@ import torch
 from torch.func import functional_call, grad_and_value
 
 from bench.core.config import TrainConfig
-from bench.train.augment import sample_params
-from bench.train.maskaug import apply_masked, derive
+from bench.train.maskaug import apply_masked
 from bench.train.protocol import to_model_size
+from bench.train.staging import Ahead, Stage, draw_epoch, wants_ahead, with_lrs
 from bench.methods.base import Method
 
 WARMUP_STEPS = 3  # eager steps on a side stream before capture (cuDNN, allocator, lazy init)
@@ -56,58 +57,6 @@ def eager_reason(methods: list, cfg: TrainConfig) -> str | None:
             return (f"method {m.name} draws in batch() (a method stages its draws with "
                     "draw() and staged_batch(); docs/methods.md)")
     return None
-
-
-# --------------------------------------------------------------- staging --
-def draw_epoch(orders: list, lrs: list, methods: list, gens: list, aug_gens: list,
-               cfg: TrainConfig, hw: tuple) -> list[dict]:
-    """One dict of host tensors per step: `idx` (every member's batch,
-    concatenated), `lr`, `aug.*` (maskaug.derive's per-image fields) and
-    `m<s>.*` (member s's method draws). Drawn step by step, member by member,
-    from each member's own generators, as the per-step path draws them."""
-    steps = []
-    for t, idxs in enumerate(zip(*orders)):
-        row = {"idx": torch.cat(idxs), "lr": torch.tensor(lrs[t], dtype=torch.float32)}
-        if cfg.augment:
-            draws = [sample_params(len(i), g) for i, g in zip(idxs, aug_gens)]
-            aug = derive(torch.cat([d[0] for d in draws]), torch.cat([d[1] for d in draws]), *hw)
-            row.update({f"aug.{k}": v for k, v in aug.items()})
-        for s, (m, i, g) in enumerate(zip(methods, idxs, gens)):
-            row.update({f"m{s}.{k}": v for k, v in m.draw(len(i), g).items()})
-        steps.append(row)
-    return steps
-
-
-class Stage:
-    """Steps of one batch shape: their draws stacked in device buffers that keep
-    their address from epoch to epoch (a captured graph reads them there), a
-    step counter and a loss buffer [steps, members], all on the device."""
-
-    def __init__(self, device: torch.device, members: int):
-        self.device, self.members = device, members
-        self.bufs: dict = {}
-        self.counter = torch.zeros(1, dtype=torch.long, device=device)
-        self.losses = None
-
-    def load(self, steps: list[dict]) -> None:
-        stacked = {k: torch.stack([s[k] for s in steps]) for k in steps[0]}
-        if set(stacked) != set(self.bufs) or any(
-                v.shape != self.bufs[k].shape for k, v in stacked.items()):
-            self.bufs = {k: torch.empty(v.shape, dtype=v.dtype, device=self.device)
-                         for k, v in stacked.items()}
-            self.losses = torch.zeros(len(steps), self.members, device=self.device)
-        blocking = self.device.type != "cuda"
-        for k, v in stacked.items():  # one copy per field and epoch, queued, not waited for
-            self.bufs[k].copy_(v if blocking else v.pin_memory(), non_blocking=not blocking)
-        self.counter.zero_()
-
-    def read(self) -> dict:
-        """This step's row of every field (no host read: index_select at the counter)."""
-        return {k: v.index_select(0, self.counter).squeeze(0) for k, v in self.bufs.items()}
-
-    def record(self, losses: torch.Tensor) -> None:
-        self.losses.index_copy_(0, self.counter, losses.detach().float().view(1, -1))
-        self.counter.add_(1)
 
 
 # ------------------------------------------------------------------ step --
@@ -201,22 +150,28 @@ class GraphRunner:
         self.st, self.gs, self.say = stepper, GraphStep(stepper, x, y), say
         self.hw = tuple(x.shape[-2:])
         self.capture = stepper.device.type == "cuda"
+        self.ahead = (Ahead(stepper, len(y), self.hw, pin=self.capture)
+                      if wants_ahead(stepper.cfg, stepper.device) else None)
         self.stages: dict = {}  # batch length -> Stage
         self.graphs: dict = {}  # batch length -> CUDAGraph, or None once capture failed
         self.warm: dict = {}  # batch length -> eager warm-up steps taken
 
-    def run_epoch(self, orders: list, lrs: list, tick) -> list:
+    def run_epoch(self, orders: list, lrs: list, tick, more: bool = False) -> list:
         """Train one epoch; `tick(loss_row)` after each step. Returns the
         epoch's step losses, one [members] row each (copies: the buffers are
-        reused), as the per-step path returns them."""
-        return finish(ticked(self.epoch_steps(orders, lrs), tick))
+        reused), as the per-step path returns them. `more`: another epoch
+        follows (drawn meanwhile under stage_ahead)."""
+        return finish(ticked(self.epoch_steps(orders, lrs, more), tick))
 
-    def epoch_steps(self, orders: list, lrs: list):
+    def epoch_steps(self, orders: list, lrs: list, more: bool = False):
         """run_epoch as a generator: yields each step's loss row (a view of a
         reused buffer) and returns the epoch's losses, so that several runs'
         steps can interleave (bench.train.streams)."""
         out = []
-        for n, stage, count in self.stage_epoch(orders, lrs):
+        staged = self.stage_epoch(orders, lrs)
+        if more and self.ahead is not None:  # this epoch's draws made: the next one's now
+            self.ahead.start()
+        for n, stage, count in staged:
             for i in range(count):
                 self.step(n, stage)
                 yield stage.losses[i]
@@ -227,14 +182,16 @@ class GraphRunner:
         """Draw and stage an epoch: [(batch length, its Stage, its steps)], full
         batches first, then a ragged last one (drop_last=false)."""
         st = self.st
-        steps = draw_epoch(orders, lrs, st.methods, st.gens, st.aug_gens, st.cfg, self.hw)
-        sizes = [len(i) for i in orders[0]]
+        drawn = self.ahead.take(orders) if self.ahead is not None else None
+        if drawn is None:
+            steps = draw_epoch(orders, lrs, st.methods, st.gens, st.aug_gens, st.cfg, self.hw)
+        else:
+            steps = with_lrs(drawn, [len(i) for i in orders[0]], lrs)
         out = []
-        for n in dict.fromkeys(sizes):
-            rows = [s for s, size in zip(steps, sizes) if size == n]
+        for n, fields in steps.items():
             stage = self.stages.setdefault(n, Stage(st.device, st.size))
-            stage.load(rows)
-            out.append((n, stage, len(rows)))
+            stage.load(fields)
+            out.append((n, stage, len(fields["idx"])))
         return out
 
     def step(self, n: int, stage: Stage) -> None:

@@ -34,6 +34,7 @@ from bench.core.transfer import h2d
 from bench.train.graphstep import (GraphRunner, eager_reason, finish, single_loss_fn, ticked,
                                    wants_graph)
 from bench.train.resume import rng_state, say, set_rng_state
+from bench.train.staging import epoch_batches
 
 # ImageNet statistics on the 0..255 scale, so normalisation is one fused op.
 MEAN255 = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
@@ -64,13 +65,6 @@ class TrainResult:
 
 
 # ---------------------------------------------------------------- schedule --
-def epoch_batches(n: int, batch_size: int, gen: torch.Generator,
-                  drop_last: bool = False) -> list[torch.Tensor]:
-    """A seeded permutation cut into batches (steps_per_epoch says which are kept)."""
-    perm = torch.randperm(n, generator=gen)
-    return list(perm.split(batch_size))[:steps_per_epoch(n, batch_size, drop_last)]
-
-
 # -------------------------------------------------------------------- data --
 def to_device_images(images: np.ndarray, device: torch.device) -> torch.Tensor:
     """uint8 [N, H, W, 3] numpy -> uint8 [N, 3, H, W] tensor on the device."""
@@ -290,8 +284,9 @@ def loop_steps(stepper, cfg: TrainConfig, data, progress: bool = True, on_step=N
                 bar.update()
                 if on_step is not None:
                     on_step(step, loss)
+            more = cycle + 1 < cfg.cycles or epoch + 1 < cfg.epochs_per_cycle
             losses = yield from ticked(epoch_steps(stepper, runner, xs["train"], y_train,
-                                                   orders, lrs), tick)
+                                                   orders, lrs, more), tick)
             seen += sum(len(i) for i in orders[0])
             check_finite(losses, first, cycle, epoch, cfg.lr)
             history.epoch(cycle, epoch, losses, lrs[-1] if lrs else cfg.lr)
@@ -326,12 +321,13 @@ def graph_runner(stepper, x: torch.Tensor, y: torch.Tensor):
     return None
 
 
-def epoch_steps(stepper, runner, x, y, orders: list, lrs: list):
+def epoch_steps(stepper, runner, x, y, orders: list, lrs: list, more: bool = False):
     """One epoch's steps, a generator yielding each step's loss: through the
     graph runner, or one stepper.step per batch. Returns the step losses (a
-    list of [members] tensors): what check_finite and History read."""
+    list of [members] tensors): what check_finite and History read. `more`:
+    another epoch follows (the graph runner may draw it meanwhile)."""
     if runner is not None:
-        return (yield from runner.epoch_steps(orders, lrs))
+        return (yield from runner.epoch_steps(orders, lrs, more))
     losses = []
     for idxs, lr in zip(zip(*orders), lrs):
         losses.append(stepper.step(x, y, idxs, lr))

@@ -21,7 +21,7 @@ PAPER = {
     "deterministic": False,
     "eval_batch_size": 256, "augment_mode": "batched", "bf16": False, "channels_last": False,
     "compile": False, "compile_mode": "default", "graph": "auto", "fuse_as": "auto",
-    "cudnn_benchmark": True,
+    "stage_ahead": "auto", "cudnn_benchmark": True,
 }
 
 
@@ -120,7 +120,8 @@ def test_choices_are_the_protocols_values():
                       "checkpoint_score": ("released", "mean_prob"),
                       "augment_mode": ("batched", "per_image"),
                       "graph": ("auto", "true", "false"),
-                      "fuse_as": ("auto", "vmap", "streams")}
+                      "fuse_as": ("auto", "vmap", "streams"),
+                      "stage_ahead": ("auto", "true", "false")}
     base = C.PROFILES["paper"]
     C.validate(base)
     for key, allowed in static.items():
@@ -190,7 +191,7 @@ def test_result_fields_leave_out_exactly_the_speed_switches():
     got = C.result_fields(C.PROFILES["paper"])
     assert set(PAPER) - set(got) == {"eval_batch_size", "channels_last", "compile",
                                      "compile_mode", "cudnn_benchmark", "deterministic",
-                                     "graph", "fuse_as"}
+                                     "graph", "fuse_as", "stage_ahead"}
     assert all(got[k] == PAPER[k] for k in got)
 
 
