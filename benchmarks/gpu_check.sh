@@ -6,6 +6,9 @@
 #
 # Steps, each a shell function; STEPS names which run and in what order
 # (default: capture streamtime graphtime gpuplan e2e):
+#   staging    python -m bench.speed.staging: one PathMNIST epoch's staging (11,250 steps),
+#              maskaug.derive per step (old) vs per epoch (new), bit-equal, and their ratio;
+#              then streamtime's 8 mixup members at 28 px over 3 epochs, stage_ahead off/on.
 #   capture    python -m bench.speed.capture --device cuda --no-explain: per case (every
 #              method alone, fused groups) host copies / host ops / reads per step (0),
 #              and the captured replay == graph-safe eager == the per-step path, bit for
@@ -107,10 +110,14 @@ GTIME_BUDGET="${GTIME_BUDGET:-150}"    # bench.speed.graphtime's own budget (sec
 GTIME_ARGS="${GTIME_ARGS:-}"           # extra graphtime flags (CPU dry run: a small backbone)
 STIME_LIMIT="${STIME_LIMIT:-200}"      # hard limit for bench.speed.streamtime (28 and 224 px)
 STIME_ARGS="${STIME_ARGS:-}"           # extra streamtime flags (CPU dry run: a small backbone)
+STAGE_LIMIT="${STAGE_LIMIT:-60}"       # hard limit per command of the staging step (3 of them)
+STAGE_ARGS="${STAGE_ARGS:-}"           # extra bench.speed.staging flags (CPU dry run: --images 800)
+STAGE_STIME_ARGS="${STAGE_STIME_ARGS:-}"  # extra streamtime flags of the staging step
 CAPTURE_LIMIT=$(( CAPTURE_LIMIT * LIMIT_SCALE ))
 STIME_LIMIT=$(( STIME_LIMIT * LIMIT_SCALE ))
-ALL_STEPS="capture streamtime graphtime syncs gpuplan e2e det sidebyside perf extra"
-STEPS="${STEPS:-capture streamtime graphtime gpuplan e2e}"  # which steps, in this order
+STAGE_LIMIT=$(( STAGE_LIMIT * LIMIT_SCALE ))
+ALL_STEPS="staging capture streamtime graphtime syncs gpuplan e2e det sidebyside perf extra"
+STEPS="${STEPS:-capture staging streamtime graphtime gpuplan e2e}"  # which steps, in this order
 export PYTHONUNBUFFERED=1
 
 # The device image has torch, timm, tabulate, tqdm, scikit-learn but not this
@@ -156,6 +163,24 @@ step_capture() {
         "$0" -m bench.speed.capture --device "$1" --no-explain --backbone resnet50 --cases "$2" "${@:3}"' \
         "$PY" "$DEVICE" "$cases" $CAPTURE_ARGS 2>&1 | tee "$OUT_DIR/capture.log"
     echo "capture exit: ${PIPESTATUS[0]}"
+}
+
+step_staging() {
+    echo "== staging: bench.speed.staging, one PathMNIST epoch per step vs per epoch (limit ${STAGE_LIMIT}s)"
+    # shellcheck disable=SC2086
+    timeout -k 5 "$STAGE_LIMIT" "$PY" -m bench.speed.staging --device "$DEVICE" $STAGE_ARGS \
+        2>&1 | tee "$OUT_DIR/staging.log"
+    echo "staging exit: ${PIPESTATUS[0]}"
+    local ahead
+    for ahead in false true; do  # the clock over epochs 2 and 3 includes their staging
+        echo "== staging: streamtime 8 x mixup, 3 epochs, stage_ahead=$ahead (limit ${STAGE_LIMIT}s)"
+        # shellcheck disable=SC2086
+        timeout -k 5 "$STAGE_LIMIT" "$PY" -m bench.speed.streamtime --device "$DEVICE" --size 28 \
+            --members 8 --fuse-as streams --method mixup --steps 200 --epochs 3 \
+            --stage-ahead "$ahead" --out "$OUT_DIR/stage_ahead_$ahead.json" $STAGE_STIME_ARGS \
+            2>&1 | tee "$OUT_DIR/stage_ahead_$ahead.log"
+        echo "stage_ahead=$ahead exit: ${PIPESTATUS[0]}"
+    done
 }
 
 step_graphtime() {

@@ -3,7 +3,7 @@
 against the one per epoch, in one run, with their ratio.
 
     python -m bench.speed.staging [--device cpu] [--images 89996] [--size 28]
-        [--method sl1h] [--members 1] [--repeat 1]
+        [--method sl1h] [--members 1] [--repeat 1] [--threads 0]
 
 Staging is the host's draws and derivations for every step of an epoch plus
 the copy into the Stage's buffers (on CUDA the copies are queued and
@@ -99,9 +99,11 @@ def parse_args(argv=None):
     p.add_argument("--method", default="sl1h")
     p.add_argument("--members", type=int, default=1)
     p.add_argument("--repeat", type=int, default=1, help="best of N of each path")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch CPU threads (0: torch's default; 1 on a shared machine)")
     args = p.parse_args(argv)
-    if min(args.images, args.size, args.members, args.repeat) < 1:
-        p.error("--images, --size, --members and --repeat: whole numbers >= 1")
+    if min(args.images, args.size, args.members, args.repeat) < 1 or args.threads < 0:
+        p.error("--images, --size, --members and --repeat: whole numbers >= 1; --threads >= 0")
     return args
 
 
@@ -114,6 +116,8 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     device = torch.device(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     old = [timed(per_step_epoch, args, device) for _ in range(args.repeat)]
     new = [timed(draw_epoch, args, device) for _ in range(args.repeat)]
     t_old, t_new = min(t for t, _ in old), min(t for t, _ in new)

@@ -3,7 +3,7 @@ against vmap, for K members (the choice `fuse_as=auto` makes on CUDA).
 
     python -m bench.speed.streamtime [--device cuda] [--backbone resnet50]
         [--size 28] [--members 1,2,4,8] [--fuse-as streams,vmap] [--steps 60]
-        [--method sl1h] [--out streamtime.json] [--check]
+        [--method sl1h] [--epochs 1] [--stage-ahead auto] [--out streamtime.json] [--check]
 
 Each cell trains K runs of `--method` (seeds 0..K-1) for one epoch of
 `--steps` steps on synthetic data (random uint8 images of the given size),
@@ -11,7 +11,11 @@ through bench.train.groups' TRAIN_TOGETHER, i.e. the loop `bench run --fuse`
 uses: per-epoch staging, capture, replays, the finite check, validation and
 test on a small set. The clock starts after step WARM (warm-up and capture
 done) and stops at the last step, both after a device sync; ms per run-step
-is that time / steps / K.
+is that time / steps / K. One epoch is staged before the clock starts; with
+`--epochs E` (E > 1) the clock runs on through epochs 2..E, so it includes
+their staging (the host's draws between epochs, drawn ahead while the
+previous epoch trains under `--stage-ahead auto|true`, in place under
+`false`): a real run's epochs, as `bench run` has them.
 """
 from __future__ import annotations
 
@@ -50,8 +54,9 @@ def bundle(n_train: int, size: int, seed: int = 0) -> DatasetBundle:
 
 def time_cell(how: str, k: int, args, device: torch.device) -> float:
     """ms per run-step of K members trained together by `how`."""
-    cfg = TrainConfig(cycles=1, epochs_per_cycle=1, fuse_as=how,  # released protocol, from scratch
-                      augment_size=args.size, image_size=args.size, test_size=args.size)
+    cfg = TrainConfig(cycles=1, epochs_per_cycle=args.epochs, fuse_as=how,  # released protocol
+                      stage_ahead=args.stage_ahead, augment_size=args.size,  # from scratch
+                      image_size=args.size, test_size=args.size)
     data = bundle(cfg.batch_size * args.steps, args.size)
     methods, models = [], []
     for seed in range(k):
@@ -60,15 +65,15 @@ def time_cell(how: str, k: int, args, device: torch.device) -> float:
         torch.manual_seed(seed)
         models.append(build_model(args.backbone, args.size, method.heads, CLASSES)[0])
         methods.append(method)
-    marks = {}
+    marks, last = {}, args.steps * args.epochs
 
     def on_step(step, _loss):
-        if step in (WARM, args.steps):
+        if step in (WARM, last):
             sync(device)
             marks[step] = time.perf_counter()
     TRAIN_TOGETHER[how](models, methods, cfg, data, list(range(k)), device, False, on_step,
                         states=[None] * k)
-    return 1000 * (marks[args.steps] - marks[WARM]) / (args.steps - WARM) / k
+    return 1000 * (marks[last] - marks[WARM]) / (last - WARM) / k
 
 
 def check_equal(args, device: torch.device) -> bool:
@@ -114,6 +119,10 @@ def parse_args(argv=None):
     p.add_argument("--fuse-as", default="streams,vmap")
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--method", default="sl1h")
+    p.add_argument("--epochs", type=int, default=1,
+                   help="epochs of --steps each; > 1: the clock includes epochs 2..E's staging")
+    p.add_argument("--stage-ahead", default="auto", choices=("auto", "true", "false"),
+                   help="TrainConfig.stage_ahead: the next epoch drawn while one trains")
     p.add_argument("--out", default="")
     p.add_argument("--check", action="store_true", help="instead of timing: streams members "
                    "equal their runs alone bit for bit (one member per --method name)")
@@ -124,9 +133,10 @@ def parse_args(argv=None):
         p.error(f"--members {args.members!r}: comma-separated whole numbers, e.g. 1,2,4,8")
     args.fuse_as = args.fuse_as.split(",")
     bad = [h for h in args.fuse_as if h not in TRAIN_TOGETHER]
-    if bad or min(args.members) < 1 or args.steps <= WARM:
+    if bad or min(args.members) < 1 or args.steps <= WARM or args.epochs < 1:
         p.error(f"--fuse-as {','.join(bad)}: allowed {', '.join(TRAIN_TOGETHER)}" if bad else
-                f"--members >= 1 and --steps > {WARM} (got {args.members}, {args.steps})")
+                f"--members >= 1, --steps > {WARM} and --epochs >= 1 (got {args.members}, "
+                f"{args.steps}, {args.epochs})")
     return args
 
 
@@ -148,11 +158,13 @@ def main(argv=None) -> int:
             print(f"{k} x {args.method} {how}: {row[how]} ms per run-step", flush=True)
         rows.append(row)
     print(f"{device_name(str(device))}, torch {torch.__version__}, {args.backbone}, "
-          f"{args.size} px, {args.steps} steps")
+          f"{args.size} px, {args.epochs} x {args.steps} steps, stage_ahead={args.stage_ahead}")
     print(tabulate(rows, headers="keys", tablefmt="github"))
     if args.out:
         write_json(args.out, {"device": device_name(str(device)), "torch": torch.__version__,
-                              "backbone": args.backbone, "size": args.size, "rows": rows})
+                              "backbone": args.backbone, "size": args.size,
+                              "epochs": args.epochs, "stage_ahead": args.stage_ahead,
+                              "rows": rows})
     return 0
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_STEPS = "capture streamtime graphtime gpuplan e2e"  # the script's STEPS default
+DEFAULT_STEPS = "capture staging streamtime graphtime gpuplan e2e"  # the script's STEPS default
 ALL_STEPS = "capture streamtime graphtime syncs gpuplan e2e det sidebyside perf"  # the dry run: every one
 STEPS = ["capture", "streamtime", "graphtime", "syncs", "gpuplan", "e2e", "report", "deterministic=off",
          "deterministic=on", "sidebyside", "perf fp32", "perf bf16", "extra"]
