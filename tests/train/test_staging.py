@@ -18,6 +18,7 @@ from bench.train.backbones import build_model
 from bench.train.experiment import make_experiment, run_seed
 from bench.train.fused import train_fused
 from bench.train.loop import train
+from bench.train.maskaug import derive
 from bench.train.streams import train_streams
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -65,6 +66,20 @@ def test_the_epochs_derivation_is_the_per_step_one_bit_for_bit(hw):
         pairs |= set(zip(ops.tolist(), mags.tolist()))
     assert pairs == _every_op_magnitude_and_sign()
     assert (got[8]["aug.rot"] >= 0).any() and (got[8]["aug.theta"] != 0).any()
+
+
+@pytest.mark.parametrize("hw", [(28, 28), (20, 28)])
+def test_an_images_fields_do_not_depend_on_its_place_in_a_vector(hw):
+    """Every (op, magnitude, sign) the draws can make, derived as one vector
+    (SIMD lanes, a scalar tail) and each alone: the same bits. Why deriving a
+    whole epoch at once cannot move a bit, whatever the vector's length."""
+    pairs = sorted(_every_op_magnitude_and_sign())
+    ops = torch.tensor([k for k, _ in pairs])
+    mags = torch.tensor([m for _, m in pairs], dtype=torch.float64)
+    whole = derive(ops, mags, *hw)
+    for i in range(len(pairs)):
+        one = derive(ops[i:i + 1], mags[i:i + 1], *hw)
+        assert all(torch.equal(v[0], whole[k][i]) for k, v in one.items()), pairs[i]
 
 
 def test_the_comparison_sees_one_changed_bit():
