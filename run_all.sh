@@ -67,20 +67,19 @@ BACKBONES=resnet50,convnext_tiny,swin_tiny
 # The fastest strategy the GPU measurements support (docs/speed.md, "Measured
 # on an H200"): every run's whole training step captured as one CUDA graph
 # (graph=auto), and runs fused by method trained as separate models whose
-# steps interleave on one CUDA stream each (fuse_as=auto): PathMNIST's 28 px
-# runs 8 at a time (1.29 ms per run-step against 3.26 alone and 1.80 as one
-# vmapped model of 8), Chaoyang's and Kvasir's 224 px runs 4 at a time (5.19
-# against 6.72 alone). A --fuse or --fuse-max of yours, or --set graph=false,
-# wins: they come later on the command line.
-FUSE_PATHMNIST=()
-FUSE_224=()
+# steps interleave on one CUDA stream each (fuse_as=auto; 8 PathMNIST runs at
+# 28 px: 1.29 ms per run-step against 3.26 alone and 1.80 as one vmapped
+# model of 8). As many runs a group as the GPU's free memory holds by the
+# sweep's per-run estimate (docs/sweeps.md, "Fused groups"): on an H200 the
+# 28 px groups whole, 224 px ones 17-20 runs. A --fuse or --fuse-max of yours, or --set
+# graph=false, wins: they come later on the command line.
+FUSE=()
 if .venv/bin/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
         2>/dev/null; then
     echo "run_all.sh: GPU: each training step captured as one CUDA graph (graph=auto);" \
-         "runs fused by method on CUDA streams (--fuse methods, fuse_as=auto):" \
-         "PathMNIST 8 at a time (--fuse-max 8), Chaoyang and Kvasir 4 (--fuse-max 4)"
-    FUSE_PATHMNIST=(--fuse methods --fuse-max 8)
-    FUSE_224=(--fuse methods --fuse-max 4)
+         "runs fused by method on CUDA streams (--fuse methods, fuse_as=auto)," \
+         "as many a group as free GPU memory holds (--fuse-max N to choose)"
+    FUSE=(--fuse methods)
 else
     echo "run_all.sh: no GPU: the per-step path, one run per worker (--jobs)"
 fi
@@ -89,8 +88,6 @@ fi
 # code always loads them). Check it first with --dry-run. A failed run does not
 # stop the other datasets; the exit status says something failed.
 for DATASET in chaoyang kvasir pathmnist; do
-    FUSE=(${FUSE_224[@]+"${FUSE_224[@]}"})
-    [ "$DATASET" = pathmnist ] && FUSE=(${FUSE_PATHMNIST[@]+"${FUSE_PATHMNIST[@]}"})
     "$BENCH" run --method paper --dataset "$DATASET" --backbone "$BACKBONES" --seeds 5 \
         --profile paper --pretrained --results "$RESULTS" ${FUSE[@]+"${FUSE[@]}"} "$@" \
         || status=$?

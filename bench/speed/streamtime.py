@@ -20,6 +20,7 @@ previous epoch trains under `--stage-ahead auto|true`, in place under
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -36,6 +37,7 @@ from bench.methods import create_method
 from bench.train.backbones import build_model
 from bench.train.groups import TRAIN_TOGETHER
 from bench.train.loop import sync, train
+from bench.train.streams import CONNECTIONS_VAR, raise_connections
 
 WARM = 10  # steps before the clock starts: 3 eager warm-up steps, the capture, a few replays
 CLASSES = 9
@@ -148,6 +150,9 @@ def main(argv=None) -> int:
     except BenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if device.type == "cuda":  # before CUDA starts, as bench's worker does for a streams group
+        note = raise_connections()
+        print(note or f"{CONNECTIONS_VAR}={os.environ[CONNECTIONS_VAR]} (yours)")
     if args.check:
         return 0 if check_equal(args, device) else 1
     rows = []

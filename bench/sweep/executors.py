@@ -118,10 +118,12 @@ def run_inline(specs, opts: ExecutorOptions, on_outcome) -> None:
     (CPU sums depend on it). No output is redirected: a debugger has the terminal."""
     # torch and the worker on demand: `bench data check` imports this module (via bench.sweep.plan)
     import torch
+    from bench.sweep.fusecap import group_limit
     from bench.sweep.worker import execute, execute_group
 
     fuse = opts.fuse
-    units = fuse_groups(specs, fuse, opts.fuse_max) if fuse else [[s] for s in specs]
+    limit = group_limit(opts.fuse_max, visible_gpus(opts.device)) if fuse else None
+    units = fuse_groups(specs, fuse, limit) if fuse else [[s] for s in specs]
     before = torch.get_num_threads()
     torch.set_num_threads(max(1, os.cpu_count() or 1))  # as run_local's one slot
     try:
@@ -134,18 +136,22 @@ def run_inline(specs, opts: ExecutorOptions, on_outcome) -> None:
 
 @EXECUTORS.register(LOCAL, "joblib pool on this machine, one process per run, pinned per GPU")
 def run_local(specs, opts: ExecutorOptions, on_outcome) -> None:
-    # joblib on demand: `bench data check` imports this module (via bench.sweep.plan)
+    # joblib and the memory estimate (torch) on demand: `bench data check` imports
+    # this module (via bench.sweep.plan)
     from joblib import Parallel, delayed
 
-    slots = local_slots(visible_gpus(opts.device), opts.jobs, opts.jobs_per_gpu)
+    from bench.sweep.fusecap import group_limit
+
+    gpus = visible_gpus(opts.device)
+    slots = local_slots(gpus, opts.jobs, opts.jobs_per_gpu)
     free: "queue.Queue[str | None]" = queue.Queue()
     for slot in slots:
         free.put(slot)
     threads = max(1, (os.cpu_count() or 1) // len(slots))  # cores shared out between slots
 
     fuse = opts.fuse
-    units = fuse_groups(specs, fuse, opts.fuse_max) if fuse else \
-        [[s] for s in specs]
+    units = fuse_groups(specs, fuse, group_limit(opts.fuse_max, gpus, opts.jobs_per_gpu)) \
+        if fuse else [[s] for s in specs]
 
     def one(unit):
         if _STOP.is_set():

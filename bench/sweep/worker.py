@@ -31,7 +31,7 @@ from bench.sweep import runstate
 from bench.sweep.evals import worker_sets
 from bench.sweep.grid import RunSpec, experiment_for
 from bench.train import experiment  # run_seed looked up at call time (tests swap it)
-from bench.train.groups import member_name, run_members
+from bench.train.groups import connections_note, member_name, run_members
 from bench.train.loop import NonFiniteLoss
 from bench.train.resume import say_to
 
@@ -233,6 +233,9 @@ def _train_group(specs: list[RunSpec], logs: list, ctx: dict) -> str:
     for log, spec in zip(logs, specs):
         log(f"start {spec.label} pid {os.getpid()} fused with [{names}], device {device}, "
             f"{total} steps, batch size {exp.train.batch_size}")
+    note = connections_note(exp.train, device)
+    for log in logs if note else ():
+        log(note)
     beat = ctx["counter"] = Heartbeat([spec.record for spec in specs], total, logs)
     with say_to(lambda text: [log(text) for log in logs]):
         done = run_members(members, bundle, specs[0].results, device=device, force=True,

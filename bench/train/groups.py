@@ -58,14 +58,17 @@ def methods_key(spec) -> tuple:
             spec.load_options, spec.weights, arch, spec.results, spec.device)
 
 
-def fuse_groups(specs, mode: str = "seeds", max_size: int | None = None) -> list[list]:
+def fuse_groups(specs, mode: str = "seeds", max_size=None) -> list[list]:
     """Specs grouped by the mode's key (first appearance and grid order kept),
-    each group cut into balanced chunks of at most `max_size` members."""
+    each group cut into balanced chunks of at most `max_size` members: a
+    number, None (whole), or a function of the group (bench.sweep.fusecap:
+    what fits in free GPU memory)."""
     key = FUSE_MODES.get(mode)
     groups: dict = {}
     for spec in specs:
         groups.setdefault(key(spec), []).append(spec)
-    return [chunk for group in groups.values() for chunk in split_group(group, max_size)]
+    return [chunk for group in groups.values()
+            for chunk in split_group(group, max_size(group) if callable(max_size) else max_size)]
 
 
 def split_group(group: list, max_size: int | None) -> list[list]:
@@ -175,6 +178,17 @@ def fused_as(cfg, device) -> str:
     if cfg.fuse_as != "auto":
         return cfg.fuse_as
     return "streams" if str(device).startswith("cuda") else "vmap"
+
+
+def connections_note(cfg, device) -> str | None:
+    """A group that will train as streams on CUDA raises the card's hardware
+    queues (bench.train.streams.raise_connections) before CUDA starts; -> the
+    line for its members' logs, or None."""
+    if fused_as(cfg, device) != "streams" or not str(device).startswith("cuda"):
+        return None
+    from bench.train.streams import raise_connections  # torch: only when a group trains
+
+    return raise_connections()
 
 
 def member_states(paths: list, trained: list, how: str) -> list:

@@ -25,11 +25,34 @@ write their records, then the first failure is raised for the caller
 from __future__ import annotations
 
 import contextlib
+import os
 
 import torch
 
 from bench.core.config import TrainConfig
 from bench.train.loop import SingleStepper, TrainResult, device_splits, loop_steps, sync
+
+
+# How many hardware work queues CUDA may spread a process's streams over: its
+# default is 8, so a group of more than 8 members shares queues (work on a
+# shared queue serialises); 32 is CUDA's maximum.
+CONNECTIONS = 32
+CONNECTIONS_VAR = "CUDA_DEVICE_MAX_CONNECTIONS"
+
+
+def raise_connections(environ=os.environ, initialised=None) -> str | None:
+    """Set CUDA_DEVICE_MAX_CONNECTIONS=32 for a streams group, where the
+    process's CUDA has not started (the driver reads it then) and the user has
+    not set it; -> the line for the run's log (not its hash: speed only), or
+    None where it is the user's. `initialised`: torch.cuda.is_initialized()
+    unless given (tests)."""
+    if CONNECTIONS_VAR in environ:
+        return None
+    if torch.cuda.is_initialized() if initialised is None else initialised:
+        return (f"{CONNECTIONS_VAR} left at CUDA's default (8): CUDA had started in this "
+                "process before the streams group")
+    environ[CONNECTIONS_VAR] = str(CONNECTIONS)
+    return f"{CONNECTIONS_VAR}={CONNECTIONS} set for the streams group (CUDA's default: 8)"
 
 
 def member_streams(device: torch.device, k: int) -> list:

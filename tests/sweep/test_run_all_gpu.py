@@ -1,7 +1,7 @@
 """./run_all.sh (the whole paper) picks its strategy by the device and says so
 first: on a GPU every dataset fused by method (every step captured, graph=auto;
-the members on CUDA streams, fuse_as=auto), PathMNIST 8 runs a group, Chaoyang
-and Kvasir 4; on a CPU no fusing. Stub bench and
+the members on CUDA streams, fuse_as=auto), as many runs a group as free
+GPU memory holds (no --fuse-max: the sweep chooses); on a CPU no fusing. Stub bench and
 python, as tests/sweep/test_run_all_shift_demo.py."""
 import subprocess
 
@@ -24,7 +24,7 @@ def test_full_mode_strategy_by_device(tmp_path, cuda):
     calls = (repo / "calls.txt").read_text().splitlines()
     runs = {c.split("--dataset ")[1].split()[0]: c for c in calls if c.startswith("run ")}
     assert sorted(runs) == ["chaoyang", "kvasir", "pathmnist"]
-    assert ("--fuse methods --fuse-max 8" in runs["pathmnist"]) is cuda
-    assert all(("--fuse methods --fuse-max 4" in runs[d]) is cuda for d in ("chaoyang", "kvasir"))
+    assert all(("--fuse methods" in c) is cuda for c in runs.values())
+    assert not any("--fuse-max" in c for c in runs.values())
     assert cuda or not any("--fuse" in c for c in runs.values())
     assert all(c.endswith("--no-progress") for c in runs.values())  # the user's flags last
