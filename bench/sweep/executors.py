@@ -139,7 +139,6 @@ def run_local(specs, opts: ExecutorOptions, on_outcome) -> None:
     # joblib and the memory estimate (torch) on demand: `bench data check` imports
     # this module (via bench.sweep.plan)
     from joblib import Parallel, delayed
-
     from bench.sweep.fusecap import group_limit
 
     gpus = visible_gpus(opts.device)
