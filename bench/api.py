@@ -62,10 +62,11 @@ def run(*leading, **options) -> pd.DataFrame:
     opts = from_keywords(RunOptions, "bench.api.run", options, leading, RUN_POSITIONAL)
     plugin_routes.load(list(opts.plugin))  # registered here; the grid carries them to the workers
     # `import bench.api` stays light: the sweep loads when run() runs
+    from bench.sweep.codechange import plan_accepting
     from bench.sweep.plan import plan
     from bench.sweep.run import run_sweep
 
-    grid = plan(opts)
+    grid, _ = plan_accepting(opts, plan)  # the pins file names what it accepted
     if opts.dry_run:
         # `import bench.api` stays light: the sweep loads when run() runs
         from bench.sweep.grid import run_status

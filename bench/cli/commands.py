@@ -31,17 +31,18 @@ def run(args) -> int:
     # here, not at the top: `bench list` and `bench --help` load neither torch
     # nor the report package (tests/cli/test_startup.py)
     from bench.report.render.summary import summary_table
+    from bench.sweep import codechange
     from bench.sweep.plan import plan
     from bench.sweep.run import exit_code, run_sweep, summary_text
 
     opts = run_options(args)
-    grid = plan(opts)
+    grid, accepted = codechange.plan_accepting(opts, plan)
+    for line in [] if opts.json else accepted:
+        print(line)
     specs, experiments, datasets = grid.specs, grid.experiments, grid.datasets
-    if not opts.json:  # a plugin edited since its records: say why its runs train again
-        # start-up: see run()'s first imports (`bench list` shares this module)
-        from bench.sweep.codechange import code_changes
-
-        for line in code_changes(specs, experiments, opts.results):
+    if not opts.json:  # code edited since its records: say why runs train again, or reuse them
+        for line in (codechange.code_changes(specs, experiments, opts.results)
+                     + codechange.shared_line(codechange.shared_changes(specs, experiments))):
             print(line)
     if opts.dry_run:
         # start-up: see run()'s first imports (`bench list` shares this module)

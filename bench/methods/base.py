@@ -41,6 +41,12 @@ class Method:
     # "multi-head" (default: by its number of heads).
     display_name = ""
     section = ""
+    # The network code this method's numbers depend on besides its own module
+    # ("module:TopLevelName", or a whole module): part of its records'
+    # identity (bench.core.codeunits; docs/design-notes.md, "Code identity").
+    # The default is the model `heads` linear heads build; a method whose
+    # `arch` builds another declares that one.
+    code: tuple = ("bench.train.nets:MultiHeadNet",)
 
     def __init__(self, name: str, params: Any = None):
         self.name = name

@@ -50,6 +50,7 @@ class BatchEnsembleParams:
 class BatchEnsemble(EnsembleInOne):
     display_name = "BatchEnsemble"
     Params = BatchEnsembleParams
+    code = ("bench.train.ensembles:BatchEnsembleNet",)  # and the layers it builds
     members_field = "be_members"
 
     @property

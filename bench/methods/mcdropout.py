@@ -29,6 +29,7 @@ class MCDropout(Method):
     display_name = "MC-Dropout"
     section = "baseline"  # one model, however many passes
     Params = MCDropoutParams
+    code = ("bench.train.nets:MCDropoutNet",)  # with AlwaysDropout, which it uses
 
     @property
     def heads(self) -> int:

@@ -43,6 +43,7 @@ class PackedParams:
 class Packed(EnsembleInOne):
     display_name = "Packed-Ens"
     Params = PackedParams
+    code = ("bench.train.ensembles:PackedNet",)  # and the grouped layers it builds
     members_field = "pe_members"
 
     @property

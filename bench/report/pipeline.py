@@ -19,7 +19,7 @@ from collections import defaultdict
 import pandas as pd
 from tqdm import tqdm
 
-from bench.core import store
+from bench.core import codeunits, store
 from bench.core.errors import BenchError
 from bench.core.provenance import mixed_setup
 from bench.report.document import Report
@@ -194,7 +194,8 @@ class NoRecords(BenchError):
 
 def setup_notes(runs) -> list[str]:
     """A note per dataset whose records differ in what changes numbers without
-    changing the config hash (torch threads, device, versions)."""
+    changing the config hash (torch threads, device, versions, the shared
+    training code: bench.core.codeunits)."""
     notes = []
     for ds in sorted({r.dataset for r in runs}):
         provs = [r.record.provenance for r in runs if r.dataset == ds]
@@ -203,6 +204,12 @@ def setup_notes(runs) -> list[str]:
             notes.append(f"{ds}: the records in these tables were made with different "
                          f"{'; '.join(mixed)} (config.json provenance); numbers can differ "
                          "for that reason alone")
+        code = codeunits.mixed_shared([r.record.config for r in runs if r.dataset == ds])
+        if code:
+            notes.append(f"{ds}: the records in these tables were made with different versions "
+                         f"of the shared training code: {'; '.join(code)} (config.json "
+                         "code_units); numbers can differ for that reason; `bench run "
+                         "--accept-code-change` if the edit changes no number")
     return notes
 
 

@@ -1,43 +1,84 @@
-"""Why a plugin's runs train again: its code changed since existing records
-of the same parameters.
+"""Why runs train again, or reuse records made by other code: the code
+behind them changed since existing records.
 
-A plugin's code digest is part of its config hash (bench.core.codeid), so
-an edited plugin trains a new config beside the old one. Without a word
-that shows up only later, as two configs `bench report` cannot choose
-between; `bench run` (and its dry run) therefore prints one line per
-changed experiment:
+A plugin's code digest and a built-in method's own code (bench.core.codeunits:
+its module, the network it builds) are part of the config hash, so edited
+code trains a new config beside the old one. Without a word that shows up
+only later, as two configs `bench report` cannot choose between; `bench run`
+(and its dry run) therefore prints one line per changed experiment:
 
-    cpen: method code changed since config f73e0c1d2a4b (3 records); training config 1195ab...
+    mcdropout: method code changed (bench.train.nets:MCDropoutNet) since config 4a138b10bb77 (3 records); training config 1195ab...
+
+The shared training code (the loop, the step, the augmentation) is not in
+the hash: an edit there reuses the records and says so in one line, and
+`bench report` names the mixed versions. `--accept-code-change` records the
+current code as the same version as the existing records' (the edit
+changes no number): they are reused and reports stop naming it.
 """
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass
 
-from bench.core import store
+from bench.core import codeunits, store
 from bench.core.record import Record
 
 PLUGIN_CODE = "plugin_code"
-OPTIONAL = ("weights",)  # payload keys present only when set (bench.train.experiment)
+METHOD_CODE = "method_code"
+CODE_KEYS = (PLUGIN_CODE, METHOD_CODE)
+OPTIONAL = ("weights", METHOD_CODE)  # payload keys present only when set (bench.train.experiment)
+
+
+@dataclass(frozen=True)
+class Change:
+    """Experiment `exp` would train; config `old` has `n` complete records of
+    the same payload but for the code of `roles`."""
+    exp: object
+    old: str
+    n: int
+    config: dict
+    roles: tuple
 
 
 def code_changes(specs, experiments: dict, results) -> list[str]:
     """One line per experiment with runs left to train whose payload, apart
-    from its plugin code, equals that of complete records under another hash."""
+    from its code, equals that of complete records under another hash."""
+    return [f"{c.exp.method}: {', '.join(c.roles)} code changed"
+            f"{_named(own_changes(c))} since config {c.old} ({c.n} record{'s' * (c.n != 1)}); "
+            f"training config {c.exp.chash}" for c in changes(specs, experiments, results)]
+
+
+def _named(units: dict) -> str:
+    return f" ({', '.join(sorted(units))})" if units else ""
+
+
+def changes(specs, experiments: dict, results) -> list[Change]:
     todo = {s.chash for s in specs if s.force or not store.is_complete(s.record)}
-    wanted = [experiments[h] for h in todo if experiments[h].plugin_code()]
+    wanted = [experiments[h] for h in todo
+              if experiments[h].plugin_code() or experiments[h].method_code]
     if not wanted:
         return []
     by_place = _records_by_config(results, {(e.dataset, e.backbone, e.method) for e in wanted})
-    lines = []
+    out = []
     for exp in sorted(wanted, key=lambda e: (e.dataset, e.backbone, e.method, e.chash)):
         for old, (config, n) in sorted(by_place.get((exp.dataset, exp.backbone,
                                                      exp.method), {}).items()):
             roles = changed_roles(exp.payload(), config)
             if old != exp.chash and roles is not None:
-                lines.append(f"{exp.method}: {', '.join(roles)} code changed since config "
-                             f"{old} ({n} record{'s' * (n != 1)}); training config "
-                             f"{exp.chash}")
-    return lines
+                out.append(Change(exp, old, n, config, tuple(roles)))
+    return out
+
+
+def own_changes(change: Change) -> dict[str, str]:
+    """unit -> the old records' version, for each of the method's own units
+    whose version differs from theirs (records before code identity: the pins)."""
+    pins = codeunits.load_pins()
+    own = dict(change.exp.method_code).get("units", ()) or \
+        (change.config.get(METHOD_CODE) or {}).get("units", ())
+    old = codeunits.versions_of(pins, change.config.get("code_units"), own)
+    now = codeunits.versions_of(pins, dict(change.exp.code_units), own)
+    return {u: v for u, v in old.items() if now.get(u) != v}
 
 
 def _records_by_config(results, places: set) -> dict:
@@ -59,13 +100,66 @@ def _records_by_config(results, places: set) -> dict:
 
 
 def changed_roles(payload: dict, config: dict) -> list[str] | None:
-    """The roles (method, dataset, backbone) whose plugin code differs when
+    """The roles (method, dataset, backbone) whose code differs when
     everything else the hash sees is equal; None when anything else differs
     (another ablation, not a code change) or nothing does."""
     plain = json.loads(json.dumps(payload, default=str))  # tuples and labels as the record has them
-    keys = (set(plain) | set(OPTIONAL)) - {PLUGIN_CODE}
+    keys = (set(plain) | set(OPTIONAL)) - set(CODE_KEYS)
     if any(config.get(k) != plain.get(k) for k in keys):
         return None
     new, old = plain.get(PLUGIN_CODE, {}), config.get(PLUGIN_CODE) or {}
-    roles = [r for r in sorted(set(new) | set(old)) if new.get(r) != old.get(r)]
-    return roles or None
+    roles = {r for r in set(new) | set(old) if new.get(r) != old.get(r)}
+    if plain.get(METHOD_CODE) != config.get(METHOD_CODE):
+        roles.add("method")
+    return sorted(roles) or None
+
+
+# ------------------------------------------------------- shared code --
+def shared_changes(specs, experiments: dict) -> dict[str, Counter]:
+    """unit -> Counter of the versions (other than today's) that the complete
+    records this grid reuses were made with, for each shared unit that moved."""
+    pins = codeunits.load_pins()
+    out: dict[str, Counter] = {}
+    for spec in specs:
+        if spec.force or not store.is_complete(spec.record):
+            continue
+        now = codeunits.versions_of(pins, dict(experiments[spec.chash].code_units),
+                                    codeunits.SHARED)
+        old = codeunits.versions_of(pins, Record(spec.record).config.get("code_units"),
+                                    codeunits.SHARED)
+        for unit, version in old.items():
+            if now.get(unit, version) != version:
+                out.setdefault(unit, Counter())[version] += 1
+    return out
+
+
+def shared_line(moved: dict[str, Counter]) -> list[str]:
+    if not moved:
+        return []
+    n = max(sum(c.values()) for c in moved.values())
+    return [f"shared training code changed ({', '.join(sorted(moved))}) since {n} of the "
+            f"records this run reuses: `bench report` names the mixed versions; "
+            "--accept-code-change if the edit changes no number, --force to retrain them"]
+
+
+def plan_accepting(opts, plan) -> tuple:
+    """(the grid `plan(opts)` builds, the lines of accept_changes): under
+    --accept-code-change the grid is planned again once the pins moved."""
+    grid = plan(opts)
+    if not opts.accept_code_change:
+        return grid, []
+    lines = accept_changes(grid.specs, grid.experiments, opts.results)
+    return (plan(opts) if lines else grid), lines
+
+
+def accept_changes(specs, experiments: dict, results) -> list[str]:
+    """Record today's code as the version the existing records were made with
+    (bench.core.codeunits.accept); one line per unit accepted."""
+    equal: dict[str, str] = {}
+    for change in changes(specs, experiments, results):
+        equal.update(own_changes(change))
+    for unit, versions in shared_changes(specs, experiments).items():
+        equal[unit] = versions.most_common(1)[0][0]  # the version most records have
+    codeunits.accept(equal)
+    return [f"accepted: {unit} as the version of the existing records "
+            f"({codeunits.PINS.name})" for unit in sorted(equal)]

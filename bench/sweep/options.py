@@ -74,6 +74,10 @@ class RunOptions(ExecutorOptions):
     weights: str | None = option(
         None, "initial backbone weights (.safetensors or torch state dict)", metavar="PATH")
     force: bool = option(False, "retrain finished seeds")
+    accept_code_change: bool = option(
+        False, "the code edits since the existing records change no number: reuse them and "
+        "count today's code as their version (bench/core/codepins.json; docs/design-notes.md, "
+        "\"Code identity\")")
     # bench.api shows no progress bar unless asked (progress=True)
     no_progress: bool = option(False, api_default=True, api_negated="progress")
     dry_run: bool = option(False, "list the runs, which are done and each run's protocol, "

@@ -8,7 +8,7 @@ from typing import Optional
 
 import torch
 
-from bench.core import store, weightsfile
+from bench.core import codeunits, store, weightsfile
 from bench.core.plugins import BUILTIN
 from bench.datasets import DATASETS
 from bench.methods import METHODS
@@ -42,6 +42,12 @@ class Experiment:
     code: tuple = ()
     # sorted (name, value) of the run options declared hashed=True (bench.core.flags)
     options: tuple = ()
+    # the method's own code (bench.core.codeunits.own_code) as sorted pairs,
+    # () while it is the pinned version: then the hash is as before
+    method_code: tuple = ()
+    # sorted (unit, digest) of the method's own and the shared code: config.json
+    # `code_units`, what `bench run` and `bench report` compare
+    code_units: tuple = ()
 
     def payload(self) -> dict:
         return {
@@ -56,6 +62,8 @@ class Experiment:
             **({"plugin_code": self.plugin_code()} if self.plugin_code() else {}),
             # Only when declared, so every existing hash is unchanged.
             **({"run_options": dict(self.options)} if self.options else {}),
+            # Only once the method's own code moves off its pinned version.
+            **({"method_code": dict(self.method_code)} if self.method_code else {}),
         }
 
     def plugin_code(self) -> dict:
@@ -91,8 +99,15 @@ def make_experiment(bundle, backbone: str, method, cfg: TrainConfig,
         method_params=tuple(sorted(method.params_dict().items())), heads=method.heads,
         train=cfg, data_identity=tuple(sorted(bundle.identity.items())), weights=weights,
         code=code_identities(method, dataset or bundle.name, backbone),
-        options=tuple(sorted(options)),
+        options=tuple(sorted(options)), **method_code(method),
     )
+
+
+def method_code(method) -> dict:
+    """The Experiment fields of the method's code identity (bench.core.codeunits)."""
+    own = codeunits.own_code(method)
+    return {"method_code": _frozen(own) if own else (),
+            "code_units": tuple(sorted(codeunits.record_units(method).items()))}
 
 
 def code_identities(method, dataset: str, backbone: str) -> tuple:
@@ -145,6 +160,7 @@ def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: i
               # the --data-opt values that load these splits again (bench eval)
               "data_options": dict(getattr(bundle, "options", {})),
               "code": exp.code_dict(),
+              **({"code_units": dict(exp.code_units)} if exp.code_units else {}),
               "provenance": provenance(device)}
     store.write_record(path, config, record_metrics(result, bundle, n_params), {
         "val_logits": result.val_logits, "val_labels": bundle.val.labels,

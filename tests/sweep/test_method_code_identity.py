@@ -1,0 +1,150 @@
+"""A record names all the code that made its numbers (issue 48, bench.core.codeunits):
+an edit to MC-Dropout's network in a copy of the tree retrains MC-Dropout
+alone, with a one-line note; an edit to the shared training loop retrains
+nothing and is named; --accept-code-change reuses the records; records
+written before code identity keep their hash."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import bench
+from bench.cli.main import main
+from bench.core import codeunits, store
+from bench.core.errors import BenchError
+from bench.methods import METHODS, create_method
+from bench.sweep import codechange
+from bench.sweep.options import RunOptions
+from bench.sweep.plan import plan
+
+ARGS = ["run", "--method", "sl1h,mcdropout", "--dataset", "digits", "--profile", "demo",
+        "--seeds", "1", "--dry-run"]
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """A copy of the package whose sources the code identity reads (and the
+    pins it reads and writes), so edits never touch the real tree."""
+    root = tmp_path / "tree"
+    shutil.copytree(Path(bench.__file__).parent, root / "bench",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(codeunits, "PACKAGE_ROOT", root)
+    monkeypatch.setattr(codeunits, "PINS", root / "bench/core/codepins.json")
+    return root
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def grid(results):
+    return plan(RunOptions(method="sl1h,mcdropout", dataset="digits", profile="demo",
+                           seeds="1", results=str(results)))
+
+
+def write_records(g) -> dict:
+    """A complete record per run, as written before code identity (no
+    code_units in config.json); method -> config hash."""
+    for spec in g.specs:
+        payload = json.loads(json.dumps(g.experiments[spec.chash].payload(), default=str))
+        store.write_record(spec.record, {**payload, "seed": spec.seed,
+                                         "config_hash": spec.chash}, {"status": "done"}, {})
+    return {s.method: s.chash for s in g.specs}
+
+
+def todo(g) -> list[str]:
+    return sorted(s.method for s in g.specs if not store.is_complete(s.record))
+
+
+def dry_run(results, capsys, *more) -> str:
+    capsys.readouterr()
+    assert main([*ARGS, "--results", str(results), *more]) == 0
+    return capsys.readouterr().out
+
+
+def test_an_edit_to_mcdropouts_network_retrains_mcdropout_alone(tree, tmp_path, capsys):
+    results = tmp_path / "results"
+    before = write_records(grid(results))
+    # the pins reproduce today's hashes (tests/core/test_hash_pins.py pins them too)
+    assert before == {"sl1h": "dac6a4ee8459", "mcdropout": "ae354bca086c"}
+    assert todo(grid(results)) == []
+    # AlwaysDropout: reached from MCDropoutNet, the unit MC-Dropout declares
+    edit(tree / "bench/train/nets.py", "dropout(x, self.p, training=True)",
+         "dropout(x, self.p * 0.5, training=True)")
+    g = grid(results)
+    after = {s.method: s.chash for s in g.specs}
+    assert after["sl1h"] == before["sl1h"] and after["mcdropout"] != before["mcdropout"]
+    assert todo(g) == ["mcdropout"]
+    out = dry_run(results, capsys)
+    assert (f"mcdropout: method code changed (bench.train.nets:MCDropoutNet) since config "
+            f"{before['mcdropout']} (1 record); training config {after['mcdropout']}") in out
+    assert "sl1h:" not in out and "shared training code" not in out
+    # the edit declared neutral: the old records count as today's code
+    out = dry_run(results, capsys, "--accept-code-change")
+    assert "accepted: bench.train.nets:MCDropoutNet" in out
+    assert {s.method: s.chash for s in grid(results).specs} == before
+
+
+def test_an_edit_to_the_shared_loop_retrains_nothing_and_is_named(tree, tmp_path, capsys):
+    results = tmp_path / "results"
+    before = write_records(grid(results))
+    # comments, docstrings and moved imports are not edits
+    edit(tree / "bench/train/loop.py", "import math\n", "")
+    edit(tree / "bench/train/loop.py", "def ", "import math\n# a comment\ndef ")
+    g = grid(results)
+    assert {s.method: s.chash for s in g.specs} == before and todo(g) == []
+    assert codechange.shared_changes(g.specs, g.experiments) == {}
+    # a real edit: reused, but named
+    edit(tree / "bench/train/loop.py", "def ", "LOOP_EDIT = 1\n\n\ndef ")
+    g = grid(results)
+    assert {s.method: s.chash for s in g.specs} == before and todo(g) == []
+    out = dry_run(results, capsys)
+    assert ("shared training code changed (bench.train.loop) since 2 of the records this run "
+            "reuses") in out
+    assert dry_run(results, capsys, "--accept-code-change").count("accepted:") == 1
+    assert "shared training code" not in dry_run(results, capsys)
+
+
+def test_the_report_names_mixed_shared_code_and_nothing_for_older_records(tree):
+    old = {"method": "sl1h"}  # no code_units: made by the pinned versions
+    pins = codeunits.load_pins()
+    same = {"code_units": dict(pins["baseline"])}
+    other = {"code_units": {**pins["baseline"], "bench.train.graphstep": "0" * 16}}
+    assert codeunits.mixed_shared([old, same]) == []
+    assert codeunits.mixed_shared([old, same, other]) == ["bench.train.graphstep (2 versions)"]
+
+
+def test_a_units_digest_counts_what_runs_and_follows_its_helpers(tmp_path, monkeypatch):
+    monkeypatch.setattr(codeunits, "PACKAGE_ROOT", tmp_path)
+    mod = tmp_path / "pkg" / "m.py"
+    mod.parent.mkdir()
+
+    def digests(source: str) -> tuple:
+        mod.write_text(source)
+        return codeunits.unit_digest("pkg.m:Net"), codeunits.unit_digest("pkg.m:other")
+
+    base = digests("import torch\nRATE = 0.5\n\ndef helper(x):\n    return x * RATE\n\n"
+                   "class Net:\n    def f(self, x):\n        return helper(x)\n\n"
+                   "def other():\n    return 1\n")
+    # a docstring, a comment, a type hint, a moved import, the layout: the same
+    same = digests('"""doc"""\nRATE = 0.5  # why\n\n\ndef helper(x: float) -> float:\n'
+                   '    """twice"""\n    return x*RATE\n\nclass Net:\n    def f(self, x):\n'
+                   '        import torch\n        return helper(x)\n\ndef other():\n'
+                   '    return 1\n')
+    assert same == base
+    # a constant Net reaches through its helper moves Net's unit, not other's
+    moved = digests(mod.read_text().replace("RATE = 0.5", "RATE = 0.25"))
+    assert moved[0] != base[0] and moved[1] == base[1]
+    with pytest.raises(BenchError, match="defines no top-level 'Gone'"):
+        codeunits.unit_digest("pkg.m:Gone")
+
+
+def test_every_built_in_method_declares_units_that_exist():
+    for name in METHODS.names():
+        method = create_method(name)
+        units = codeunits.record_units(method)  # a unit that is not there: BenchError
+        assert type(method).__module__ in units and set(codeunits.SHARED) <= set(units)
+        assert set(method.code) <= set(units)
