@@ -6,6 +6,7 @@ written before code identity keep their hash."""
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,6 +15,7 @@ from bench.cli.main import main
 from bench.core import codeunits, store
 from bench.core.errors import BenchError
 from bench.methods import METHODS, create_method
+from bench.report.pipeline import setup_notes
 from bench.sweep import codechange
 from bench.sweep.options import RunOptions
 from bench.sweep.plan import plan
@@ -115,6 +117,13 @@ def test_the_report_names_mixed_shared_code_and_nothing_for_older_records(tree):
     other = {"code_units": {**pins["baseline"], "bench.train.graphstep": "0" * 16}}
     assert codeunits.mixed_shared([old, same]) == []
     assert codeunits.mixed_shared([old, same, other]) == ["bench.train.graphstep (2 versions)"]
+    runs = [SimpleNamespace(dataset="digits", record=SimpleNamespace(provenance={}, config=c))
+            for c in (old, same, other)]
+    assert setup_notes(runs[:2]) == []  # records on disk alone: the report is unchanged
+    (note,) = setup_notes(runs)
+    assert note.startswith("digits: the records in these tables were made with different "
+                           "versions of the shared training code: bench.train.graphstep "
+                           "(2 versions)")
 
 
 def test_a_units_digest_counts_what_runs_and_follows_its_helpers(tmp_path, monkeypatch):
