@@ -155,7 +155,15 @@ def own_code(method) -> dict | None:
 
 # ----------------------------------------------------------------- pins --
 def load_pins(path: Path | None = None) -> dict:
-    pins = read_json(path or PINS, default={})
+    """The pins; without them every built-in hash would move, so a missing
+    file is an error, not an empty table."""
+    path = path or PINS
+    try:
+        pins = read_json(path)
+    except (OSError, ValueError) as exc:
+        raise BenchError(f"{path}: cannot read the code pins ({exc}); without them every "
+                         "built-in method's config hash would move: reinstall the harness "
+                         "or restore the file from git") from exc
     return {"baseline": pins.get("baseline", {}), "same": pins.get("same", {})}
 
 
