@@ -5,6 +5,7 @@ What it may import: the README's "Layout" table (tests/test_layout.py enforces i
 from .base import METHODS, Method, create_method, legacy_filled, method_params  # noqa: F401
 from . import sl1h, ls, mbls, mixup, dca, mhml, focal  # noqa: F401
 from . import mdca, brier, mmce, mcdropout, batchensemble, packed  # noqa: F401
+from . import dualfocal, acls  # noqa: F401
 from bench.core.paper import EXTRA_BASELINES, PAPER_METHODS
 
 # `--method all`, in the paper's table order, then the released code's extra
@@ -18,7 +19,10 @@ PAPER_ORDER = PAPER_METHODS + EXTRA_BASELINES
 # `--method all`, so `all`, `./run_all.sh --quick` and their reports train
 # and print what they did before these were added.
 EXTRA = ("mdca", "flmdca", "lsmdca", "brier", "mmce", "mcdropout", "batchensemble", "packed")
-METHOD_GROUPS = {"extra": EXTRA}
+# `--method recent`: the calibration losses of 2022-2024 (issue 49;
+# docs/methods.md, "Recent calibration losses"), kept out of `all` likewise.
+RECENT = ("dualfocal", "acls")
+METHOD_GROUPS = {"extra": EXTRA, "recent": RECENT}
 
 
 def training_methods() -> list[str]:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.core.errors import BenchError
-from bench.methods import EXTRA, METHODS, create_method, training_methods
+from bench.methods import EXTRA, METHODS, RECENT, create_method, training_methods
 from bench.methods.dca import dca_penalty
 from bench.methods.mixup import draw_lambda
 
@@ -188,7 +188,7 @@ def test_training_methods_paper_order_and_listed():
 
     names = training_methods()
     assert names[:8] == ["sl1h", "ls", "mbls", "mixup", "dca", "2hsl", "2hml", "4hml"]
-    assert set(names) == set(METHODS.names()) - {"mhml"} - set(EXTRA)  # --method extra
+    assert set(names) == set(METHODS.names()) - {"mhml"} - set(EXTRA) - set(RECENT)  # --method extra, recent
     listing = list_registries()
     for name in METHODS.names():
         assert f"\n{name} " in listing

@@ -1,0 +1,132 @@
+"""The `--method recent` losses (issue 49): dual focal loss and ACLS against
+hand-worked numbers and against straightforward per-image loops written
+here following the authors' code's arithmetic (Linwei94/DualFocalLoss
+dual_focal_loss.py; cvlab-yonsei/ACLS calibrate/losses/acls.py), values
+and gradients; the group, kept out of `--method all`."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from bench.core.errors import BenchError
+from bench.methods import METHODS, RECENT, create_method, training_methods
+
+
+def logits_of(p) -> torch.Tensor:
+    """[B, K] probabilities -> [B, 1, K] logits whose softmax they are."""
+    return torch.log(torch.tensor(p, dtype=torch.float64))[:, None, :]
+
+
+def value(name, z, y, **overrides):
+    return float(create_method(name, overrides or None).loss(z, torch.tensor(y)))
+
+
+@pytest.fixture(scope="module")
+def batch():
+    rng = np.random.default_rng(7)
+    z = torch.tensor(rng.normal(0, 6, (12, 5)), dtype=torch.float64)
+    z[3] = torch.tensor([15.0, 1.0, 1.0, -2.0, 0.0], dtype=torch.float64)  # a margin case
+    y = torch.tensor(rng.integers(0, 5, 12))
+    return z, y
+
+
+# ----------------------------------------------------------- dual focal --
+def test_dual_focal_hand_worked():
+    # row 1: p_y 0.7, next below 0.2; row 2: nothing below p_y = 0.2 -> p_j = 0;
+    # row 3: a tie at p_y = 0.4 is not "below" (strict), so p_j = 0.2
+    p = [[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.4, 0.4, 0.2]]
+    want = (0.5 ** 2 * -math.log(0.7) + 0.8 ** 2 * -math.log(0.2)
+            + 0.8 ** 2 * -math.log(0.4)) / 3
+    assert value("dualfocal", logits_of(p), [0, 0, 0], dfl_gamma=2.0) == pytest.approx(want, 1e-12)
+
+
+def reference_dual_focal(z, y, gamma):
+    """Per image: p_j = the largest p_k with p_k < p_y (0 if none), loss
+    -(1 - p_y + p_j)^gamma log p_y, summed as the authors' default, / B."""
+    total = 0
+    for zn, yn in zip(z, y):
+        p = torch.exp(zn - torch.logsumexp(zn, 0))
+        below = [p[k] for k in range(len(p)) if p[k] < p[yn]]
+        p_j = max(below) if below else torch.zeros((), dtype=z.dtype)
+        total = total - (1 - p[yn] + p_j) ** gamma * torch.log(p[yn])
+    return total / len(y)
+
+
+@pytest.mark.parametrize("gamma", [0.0, 5.0])
+def test_dual_focal_against_the_reference_loop(batch, gamma):
+    z, y = batch
+    a, b = z.clone().requires_grad_(), z.clone().requires_grad_()
+    got = create_method("dualfocal", {"dfl_gamma": str(gamma)}).loss(a[:, None, :], y)
+    want = reference_dual_focal(b, y, gamma)
+    got.backward(), want.backward()
+    assert float(got.detach()) == pytest.approx(float(want.detach()), rel=1e-12)
+    assert torch.allclose(a.grad, b.grad, rtol=1e-10, atol=1e-14)
+    if gamma == 0:  # exponent 0: plain NLL
+        assert float(got) == pytest.approx(float(torch.nn.functional.cross_entropy(z, y)), 1e-12)
+
+
+# ----------------------------------------------------------------- ACLS --
+def test_acls_hand_worked_value_and_gradient():
+    # z = (12, 0, 3), M = 10: max term (12-10)^2 = 4; others relu(12-0-10)^2 = 4
+    # and relu(12-3-10)^2 = 0, / (B (K-1)) = 2 -> R = 1*4 + 0.1*2 = 4.2
+    z = torch.tensor([[[12.0, 0.0, 3.0]]], dtype=torch.float64, requires_grad=True)
+    got = create_method("acls").loss(z, torch.tensor([1]))
+    ce = -(0.0 - math.log(math.exp(12) + 1 + math.exp(3)))
+    assert float(got) == pytest.approx(ce + 0.1 * 4.2, rel=1e-12)
+    got.backward()
+    p = torch.softmax(z.detach()[0, 0], 0)
+    ce_grad = p - torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+    # d(0.1 R)/dz: max 0.1*2*(12-10) = 0.4; z_1 (max held fixed) 0.1*0.1/2*2*2*(-1) = -0.02
+    want = ce_grad + torch.tensor([0.4, -0.02, 0.0], dtype=torch.float64)
+    assert torch.allclose(z.grad[0, 0], want, atol=1e-12)
+
+
+def reference_acls(z, y, alpha=0.1, lam_pos=1.0, lam_neg=0.1, margin=10.0):
+    """CE + alpha R with R as the authors' get_reg: the max logit's excess over
+    the margin, and every other logit's distance to the detached max beyond it."""
+    b, k = z.shape
+    pos, neg = 0, 0
+    for n in range(b):
+        top = float(z[n].max())
+        for c in range(k):
+            if float(z[n, c]) == top:
+                pos = pos + torch.clamp(z[n].max() - margin, min=0) ** 2
+            else:
+                neg = neg + torch.clamp(top - z[n, c] - margin, min=0) ** 2
+    reg = lam_pos * pos / b + lam_neg * neg / (b * (k - 1))
+    return torch.nn.functional.cross_entropy(z, y) + alpha * reg
+
+
+def test_acls_against_the_reference_loop(batch):
+    z, y = batch
+    a, b = z.clone().requires_grad_(), z.clone().requires_grad_()
+    got = create_method("acls").loss(a[:, None, :], y)
+    want = reference_acls(b, y)
+    got.backward(), want.backward()
+    assert float(got.detach() - torch.nn.functional.cross_entropy(z, y)) > 0.01  # margins bite
+    assert float(got.detach()) == pytest.approx(float(want.detach()), rel=1e-12)
+    assert torch.allclose(a.grad, b.grad, rtol=1e-10, atol=1e-14)
+
+
+# ------------------------------------------------------- declared values --
+def test_defaults_names_and_a_bad_value():
+    p = create_method("acls").params
+    assert (p.acls_alpha, p.acls_pos_lambda, p.acls_neg_lambda, p.acls_margin) == (0.1, 1.0, 0.1, 10.0)
+    assert create_method("dualfocal").params.dfl_gamma == 5.0
+    assert {n: create_method(n).display() for n in RECENT} == {"dualfocal": "DFL", "acls": "ACLS"}
+    assert all(create_method(n).heads == 1 for n in RECENT)
+    with pytest.raises(BenchError) as err:
+        create_method("acls", {"acls_margin": "-1"})
+    assert "acls_margin" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_recent_group_is_out_of_all_and_resolves():
+    from bench.core.registry import expand_names
+    from bench.methods import METHOD_GROUPS
+
+    assert not set(RECENT) & set(training_methods()) and all(n in METHODS for n in RECENT)
+    assert expand_names("recent", training_methods(), "method", METHODS,
+                        aliases=dict(METHOD_GROUPS)) == list(RECENT)
