@@ -22,6 +22,16 @@ PAPER_METHODS = SINGLE_HEAD + MULTI_HEAD
 # all` trains them after the paper's methods.
 EXTRA_BASELINES = ("focal", "flsd53")
 
+# Where a method outside the paper comes from, printed under every report
+# table that shows it (bench.report.render.footnotes.sources_note); the
+# `--method recent` losses (issue 49, docs/methods.md). Methods not named
+# here add no note, so reports of the paper's methods are unchanged.
+METHOD_SOURCES = {
+    "dualfocal": "Tao, Dong and Xu, Dual Focal Loss for Calibration, ICML 2023",
+    "acls": "Park, Noh, Oh, Baek and Ham, ACLS: Adaptive and Conditional Label "
+            "Smoothing for Network Calibration, ICCV 2023",
+}
+
 # The deep ensemble (D-Ens): a row of its own, built from the seeds of one
 # trained method, never trained.
 DENS = "dens"

@@ -7,7 +7,8 @@ Plain text; bench.report.render.latex and bench.report.render.textables print th
 from __future__ import annotations
 
 from bench.calib import variants as V
-from bench.report.render.tables import Table
+from bench.core.paper import METHOD_SOURCES
+from bench.report.render.tables import Table, method_name
 
 
 def validation_note(labels: list[str]) -> str:
@@ -52,11 +53,22 @@ def calibrators_note(table: Table) -> str | None:
             "logits averaged) and applied unchanged to its test split")
 
 
+def sources_note(table: Table) -> str | None:
+    """The source of each method of the table that bench.core.paper.METHOD_SOURCES
+    names (the recent losses), in row order; None when it shows none."""
+    keys = dict.fromkeys(r.method for r in table.rows if r.method in METHOD_SOURCES)
+    if not keys:
+        return None
+    return "Sources: " + "; ".join(f"{method_name(k, table.names)}: {METHOD_SOURCES[k]}"
+                                   for k in keys)
+
+
 def table_notes(table: Table) -> list[str]:
-    """What a calibrated table's numbers are computed from (ts, posthoc), then
-    the notes bench.report.pipeline gives it per dataset; plain text, both
+    """What a calibrated table's numbers are computed from (ts, posthoc), the
+    sources of its recent methods, then the notes bench.report.pipeline gives
+    it per dataset; plain text, both
     renderers print them last."""
     out = [UNSCALED_NOTE] if table.spec.calibrated else []
     if table.spec.calibrators:
         out += [n for n in (calibrators_note(table), NLL_ZERO_NOTE) if n]
-    return out + list(table.notes)
+    return out + [n for n in (sources_note(table),) if n] + list(table.notes)
