@@ -30,6 +30,8 @@ METHOD_SOURCES = {
     "dualfocal": "Tao, Dong and Xu, Dual Focal Loss for Calibration, ICML 2023",
     "acls": "Park, Noh, Oh, Baek and Ham, ACLS: Adaptive and Conditional Label "
             "Smoothing for Network Calibration, ICCV 2023",
+    "rankmixup": "Noh, Park, Lee and Ham, RankMixup: Ranking-Based Mixup Training for "
+                 "Network Calibration, ICCV 2023",
 }
 
 # The deep ensemble (D-Ens): a row of its own, built from the seeds of one

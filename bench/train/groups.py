@@ -53,7 +53,9 @@ def methods_key(spec) -> tuple:
     # MC-Dropout's T passes are T "heads" of one linear layer, an efficient
     # ensemble's M members are not M linear heads either: only the same arch
     # (kind and structural values, Method.arch) stacks
-    arch = (method.heads, model_arch(method))
+    # a method that feeds the model more images than the batch (RankMixup:
+    # clean and mixed, `batch_multiple` 2) stacks only with its like
+    arch = (method.heads, model_arch(method), getattr(method, "batch_multiple", 1))
     return (spec.dataset, spec.backbone, spec.train, spec.sizes, spec.data_root,
             spec.load_options, spec.weights, arch, spec.results, spec.device)
 

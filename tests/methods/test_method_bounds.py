@@ -34,6 +34,15 @@ BOUNDS = {
     ("mmce", "mmce_lambda"): AT_LEAST_0,
     ("mmce", "mmce_width"): POSITIVE,
     ("mcdropout", "mc_p"): ("open", None),  # a dropout rate: 0 < p < 1
+    # --method recent: weights, margins, exponents; a Beta parameter (0 = no mixing)
+    ("dualfocal", "dfl_gamma"): AT_LEAST_0,
+    ("acls", "acls_alpha"): AT_LEAST_0,
+    ("acls", "acls_pos_lambda"): AT_LEAST_0,
+    ("acls", "acls_neg_lambda"): AT_LEAST_0,
+    ("acls", "acls_margin"): AT_LEAST_0,
+    ("rankmixup", "rm_alpha"): AT_LEAST_0,
+    ("rankmixup", "rm_margin"): AT_LEAST_0,
+    ("rankmixup", "rm_mix_alpha"): AT_LEAST_0,
 }
 
 

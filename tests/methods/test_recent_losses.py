@@ -116,7 +116,10 @@ def test_defaults_names_and_a_bad_value():
     p = create_method("acls").params
     assert (p.acls_alpha, p.acls_pos_lambda, p.acls_neg_lambda, p.acls_margin) == (0.1, 1.0, 0.1, 10.0)
     assert create_method("dualfocal").params.dfl_gamma == 5.0
-    assert {n: create_method(n).display() for n in RECENT} == {"dualfocal": "DFL", "acls": "ACLS"}
+    assert {n: create_method(n).display() for n in RECENT} == {
+        "dualfocal": "DFL", "acls": "ACLS", "rankmixup": "RankMixup"}
+    p = create_method("rankmixup").params
+    assert (p.rm_alpha, p.rm_margin, p.rm_mix_alpha) == (0.1, 2.0, 2.0)
     assert all(create_method(n).heads == 1 for n in RECENT)
     with pytest.raises(BenchError) as err:
         create_method("acls", {"acls_margin": "-1"})
@@ -130,3 +133,66 @@ def test_recent_group_is_out_of_all_and_resolves():
     assert not set(RECENT) & set(training_methods()) and all(n in METHODS for n in RECENT)
     assert expand_names("recent", training_methods(), "method", METHODS,
                         aliases=dict(METHOD_GROUPS)) == list(RECENT)
+
+
+# ------------------------------------------------------------ RankMixup --
+def test_rankmixup_hand_worked():
+    # clean tops 3 and 1, mixed tops 2 and 4, margin 2: relu(2-3+2) = 1 and
+    # relu(4-1+2) = 5; the second pair is of one class (t' has a 1) -> masked;
+    # mean over the batch: (1 + 0) / 2, times alpha 0.1
+    m = create_method("rankmixup")
+    z = torch.tensor([[3.0, 0.0], [1.0, 0.0], [2.0, 0.0], [4.0, 0.0]], dtype=torch.float64)
+    y, y_perm = torch.tensor([0, 1]), torch.tensor([1, 1])
+    lam, rest = torch.tensor(0.25), torch.tensor(0.75)
+    got = m.loss(z[:, None, :], (y, y_perm, lam, rest)).detach()
+    ce = float(torch.nn.functional.cross_entropy(z[:2], y))
+    assert float(got) == pytest.approx(ce + 0.1 * 0.5, rel=1e-12)
+
+
+def reference_mrl(z, zm, y, y_perm, lam, rest, margin=2.0, alpha=0.1):
+    """Per image as the authors' forward: the mixed target row in float32,
+    skipped when an entry is exactly 1; relu(max z' - max z + margin)."""
+    k = z.shape[1]
+    total = 0
+    for n in range(len(y)):
+        t = [np.float32(lam) * np.float32(c == y[n])
+             + np.float32(rest) * np.float32(c == y_perm[n]) for c in range(k)]
+        if any(v == np.float32(1.0) for v in t):
+            continue
+        total = total + torch.clamp(zm[n].max() - z[n].max() + margin, min=0)
+    return torch.nn.functional.cross_entropy(z, torch.tensor(y)) + alpha * total / len(y)
+
+
+def test_rankmixup_against_the_reference_loop(batch):
+    z, y = batch
+    gen = torch.Generator().manual_seed(5)
+    m = create_method("rankmixup")
+    d = m.draw(len(y), gen)
+    x = torch.randn(len(y), 3, dtype=torch.float64)
+    xs, target = m.staged_batch(x, y, d)
+    lam = float(d["lam"][0])
+    assert xs.shape[0] == 2 * len(y)
+    assert torch.allclose(xs[len(y):], lam * x + float(d["lam"][1]) * x[d["perm"]], atol=1e-6)
+    zz = torch.cat([z, z.flip(0) * 0.5]).requires_grad_()
+    ref = zz.detach().clone().requires_grad_()
+    got = m.loss(zz[:, None, :], target)
+    want = reference_mrl(ref[:len(y)], ref[len(y):], y.tolist(), y[d["perm"]].tolist(),
+                         lam, float(d["lam"][1]))
+    got.backward(), want.backward()
+    assert float(got.detach()) == pytest.approx(float(want.detach()), rel=1e-12)
+    assert torch.allclose(zz.grad, ref.grad, atol=1e-14)
+
+
+def test_rankmixup_fuses_only_with_its_like():
+    """Its step feeds the model 2B images: `--fuse methods` must not stack it
+    with a B-image method (torch.stack would fail), while mixup and sl1h still go together."""
+    from types import SimpleNamespace
+
+    from bench.train.groups import methods_key
+
+    def key(method):
+        return methods_key(SimpleNamespace(
+            method=method, method_overrides=(), dataset="d", backbone="b", train=1, sizes=2,
+            data_root="r", load_options=3, weights=None, results="x", device="cpu"))
+
+    assert key("rankmixup") != key("sl1h") == key("mixup") == key("dualfocal")

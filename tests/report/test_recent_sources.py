@@ -40,7 +40,7 @@ def test_sources_note_and_cost_rows(results, tmp_path, capsys):
     md = " ".join((out / "report.md").read_text().split())
     notes = [ln for ln in table.splitlines() if ln.startswith("Sources: ")]
     assert len(notes) == 1  # the main table's (std shows no rows' sources in the terminal)
-    for label, key in (("DFL", "dualfocal"), ("ACLS", "acls")):
+    for label, key in (("DFL", "dualfocal"), ("ACLS", "acls"), ("RankMixup", "rankmixup")):
         assert f"{label}: {METHOD_SOURCES[key]}" in notes[0]
         assert f"{label}: {METHOD_SOURCES[key]}" in md
     assert "Tao, Dong and Xu, Dual Focal Loss for Calibration, ICML 2023" in notes[0]

@@ -1,0 +1,86 @@
+"""RankMixup with the mixup ranking loss, MRL (Noh, Park, Lee and Ham, ICCV
+2023), one head, as the authors' `RankMixup_MRL` computes it (github
+cvlab-yonsei/RankMixup, calibrate/losses/rankmixup.py) on one mixed batch
+(their num_mixup = 1 for MRL):
+
+lam ~ Beta(a, a), x' = lam x + (1 - lam) x[perm], t' = lam onehot(y) +
+(1 - lam) onehot(y[perm]) (float32, as theirs); with z, z' the logits of
+x and x':
+
+    loss = CE(z, y) + alpha * mean_n s_n relu(max_k z'_nk - max_k z_nk + margin)
+
+s_n = 0 when some entry of t'_n equals 1 exactly (a pair of one class, or
+lam = 1), else 1: a mixed image's top logit should sit `margin` below its
+clean image's. The clean and the mixed batch go through the model as one
+batch of 2B images (the method contract: one forward per step), where the
+authors run two forwards: batch-norm statistics are taken over both halves
+together (docs/methods.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.core.settings import ge, setting
+
+from .base import METHODS, Method
+from .mixup import draw_lambda
+
+
+@dataclass(frozen=True)
+class RankMixupParams:
+    # the authors' CIFAR settings: configs/loss/mrl.yaml (margin 2, alpha 0.1)
+    # and configs/model/resnet50_mixup.yaml (mixup_alpha 2); docs/methods.md
+    rm_alpha: float = setting(0.1, "rankmixup: weight of the ranking term", range=ge(0))
+    rm_margin: float = setting(2.0, "rankmixup: logit margin of the ranking term", range=ge(0))
+    rm_mix_alpha: float = setting(2.0, "rankmixup: Beta(a, a) of the mixing weight; 0 = none",
+                                  range=ge(0))
+
+
+def mrl_loss(z, zm, y, y_perm, lam, rest, alpha: float, margin: float):
+    """CE(z, y) + alpha * the masked ranking term (module text); lam, rest
+    float32 scalars, z, zm [B, K] logits of the clean and mixed images."""
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
+    import torch.nn.functional as F
+
+    k = z.shape[1]
+    t = lam * F.one_hot(y, k).float() + rest * F.one_hot(y_perm, k).float()
+    keep = (t != 1.0).all(dim=1).to(z.dtype)
+    diff = zm.amax(dim=1) - z.amax(dim=1)
+    return F.cross_entropy(z, y) + alpha * (keep * F.relu(diff + margin)).mean()
+
+
+class RankMixup(Method):
+    display_name = "RankMixup"
+    Params = RankMixupParams
+    # the model sees 2B images a step (clean, then mixed): fused only with
+    # runs that do too (bench.train.groups.methods_key)
+    batch_multiple = 2
+
+    def draw(self, n, gen):
+        """lam (as float32 lam, 1 - lam, like mixup's) and the pairing."""
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
+        import torch
+
+        lam = draw_lambda(self.params.rm_mix_alpha, gen)
+        return {"lam": torch.tensor([lam, 1.0 - lam], dtype=torch.float64).float(),
+                "perm": torch.randperm(n, generator=gen)}
+
+    def staged_batch(self, x, y, draws):
+        # torch on demand: `bench list` imports every method module (the METHODS registry)
+        import torch
+
+        lam, rest = draws["lam"].unbind()
+        perm = draws["perm"]
+        return torch.cat([x, lam * x + rest * x[perm]]), (y, y[perm], lam, rest)
+
+    def loss(self, logits, target):
+        y, y_perm, lam, rest = target
+        z = logits[:, 0]
+        b = len(y)
+        p = self.params
+        return mrl_loss(z[:b], z[b:], y, y_perm, lam, rest, p.rm_alpha, p.rm_margin)
+
+
+@METHODS.register("rankmixup", "CE + 0.1 x mixup ranking loss MRL (Noh et al. 2023; --method recent)")
+def rankmixup() -> Method:
+    return RankMixup("rankmixup")
