@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from bench.core.settings import ge, setting
 
 from .base import METHODS, Method
-from .mixup import draw_lambda
+from .mixup import Mixup
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,11 @@ class RankMixupParams:
     rm_margin: float = setting(2.0, "rankmixup: logit margin of the ranking term", range=ge(0))
     rm_mix_alpha: float = setting(2.0, "rankmixup: Beta(a, a) of the mixing weight; 0 = none",
                                   range=ge(0))
+
+    @property
+    def alpha(self) -> float:
+        """The Beta parameter under the name Mixup.draw reads."""
+        return self.rm_mix_alpha
 
 
 def mrl_loss(z, zm, y, y_perm, lam, rest, alpha: float, margin: float):
@@ -49,21 +54,14 @@ def mrl_loss(z, zm, y, y_perm, lam, rest, alpha: float, margin: float):
     return F.cross_entropy(z, y) + alpha * (keep * F.relu(diff + margin)).mean()
 
 
-class RankMixup(Method):
+class RankMixup(Mixup):
+    """Mixup's draws (lam as float32 lam, 1 - lam; the pairing), its own batch and loss."""
     display_name = "RankMixup"
     Params = RankMixupParams
+    released_train_size = 0  # not a method of the paper's released code
     # the model sees 2B images a step (clean, then mixed): fused only with
     # runs that do too (bench.train.groups.methods_key)
     batch_multiple = 2
-
-    def draw(self, n, gen):
-        """lam (as float32 lam, 1 - lam, like mixup's) and the pairing."""
-        # torch on demand: `bench list` imports every method module (the METHODS registry)
-        import torch
-
-        lam = draw_lambda(self.params.rm_mix_alpha, gen)
-        return {"lam": torch.tensor([lam, 1.0 - lam], dtype=torch.float64).float(),
-                "perm": torch.randperm(n, generator=gen)}
 
     def staged_batch(self, x, y, draws):
         # torch on demand: `bench list` imports every method module (the METHODS registry)
