@@ -31,7 +31,7 @@ from bench.report.paper import comparable, compare, copied
 from bench.report.plotting import figures as figs
 from bench.report.render import kinds
 from bench.report.render.footnotes import thin_note, validation_note
-from bench.report.render.tables import backbone_name, build_table, columns
+from bench.report.render.tables import TableSpec, backbone_name, build_table, columns
 
 
 FRIEDMAN_COLUMNS = ["metric", "blocks", "methods", "chi2", "p", "cd", "avg_ranks"]
@@ -241,14 +241,14 @@ def make_tables(opts: ReportOptions, cells: dict, expected: dict, sig_marks: dic
         for kind in kinds.TABLES:
             if not kind.shown(not opts.no_ts, opts.variant_list):
                 continue
-            t = build_table(kind, ds, cells, expected[ds], opts.backbones, opts.sections,
-                            cost=opts.cost and kind.cost,
-                            sig=sig if opts.significance else None, sig_test=sig_name,
-                            caption=opts.caption(kind.name), metrics=opts.metric_columns,
-                            ci=opts.ci, labels=labels, gap=not opts.no_gap,
-                            reference=opts.significance_ref, variants=opts.variant_list,
-                            unlike=(unlike or {}).get(ds, ()),
-                            notes=(fit_notes or {}).get((ds, kind.name), ()))
+            spec = TableSpec(kind, backbones=opts.backbones, sections=opts.sections,
+                             cost=opts.cost and kind.cost, sig_test=sig_name,
+                             caption=opts.caption(kind.name),
+                             notes=(fit_notes or {}).get((ds, kind.name), ()),
+                             metrics=opts.metric_columns, ci=opts.ci, labels=labels,
+                             gap=not opts.no_gap, reference=opts.significance_ref,
+                             variants=opts.variant_list, unlike=(unlike or {}).get(ds, ()))
+            t = build_table(spec, ds, cells, expected[ds], sig if opts.significance else None)
             if t is not None:
                 tables.append(t)
     return tables

@@ -179,12 +179,13 @@ def test_wrappers_compile_with_pdflatex(report, tmp_path):
 def test_order_sections_and_caption_are_configurable(report):
     from bench.report.numbers import aggregate
     from bench.report.render import latex
-    from bench.report.render.tables import build_table
+    from bench.report.render.tables import TableSpec, build_table
 
     runs = aggregate.load_runs(report[0])
     groups, _ = aggregate.build_cells(runs, with_ts=False)
-    t = build_table("main", "toy", groups, (0, 1, 2), sections=(("4hml", "sl1h"), ("ls",)),
-                    caption=r"My {dataset} table over {n} seeds")
+    spec = TableSpec("main", sections=(("4hml", "sl1h"), ("ls",)),
+                     caption=r"My {dataset} table over {n} seeds")
+    t = build_table(spec, "toy", groups, (0, 1, 2))
     tex = latex.fragment(t)
     # an explicit order shows exactly the methods it names
     assert [label for label, _ in body_rows(tex)] == ["4HML", "SL1H", "LS"]

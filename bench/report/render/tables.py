@@ -270,33 +270,51 @@ def block_cells(rows, backbone, groups, dataset, expected, sig=None, metrics=(),
     return cells
 
 
-def build_table(kind: TableKind | str, dataset: str, groups: dict, expected: tuple,
-                backbones=None, sections=None, cost: bool = False, sig: dict | None = None,
-                sig_test: str | None = None, caption: str | None = None,
-                notes=(), metrics: tuple = (), ci: bool = False, labels: dict | None = None,
-                gap: bool = True, reference: str = REFERENCE, variants=(),
-                unlike=()) -> Table | None:
+@dataclass(frozen=True, kw_only=True)
+class TableSpec:
+    """What one table shows, from the report's options: its kind and every
+    choice of rows, columns, marks and notes (build_table fills it with data)."""
+    kind: TableKind | str = field(kw_only=False)
+    backbones: tuple | None = None  # --backbones' order; None: every backbone with runs
+    sections: tuple | None = None  # --methods' rows in sections; None: the kind's own
+    cost: bool = False
+    sig_test: str | None = None  # name of the test behind the marks
+    caption: str | None = None  # None: the kind's caption
+    notes: tuple = ()
+    metrics: tuple = ()
+    ci: bool = False
+    labels: dict | None = None
+    gap: bool = True
+    reference: str = REFERENCE
+    variants: tuple = ()
+    unlike: tuple = ()
+
+
+def build_table(spec: TableSpec | TableKind | str, dataset: str, groups: dict, expected: tuple,
+                sig: dict | None = None) -> Table | None:
     """groups: (dataset, backbone, row key) -> aggregate.CellData; expected: the
     seeds asked (n/N marks short cells). sig: optional
-    (backbone, row key) -> {metric: bool}. None when nothing to show."""
-    kind = kinds.get(kind)
+    (backbone, row key) -> {metric: bool}. A bare kind stands for its default
+    spec. None when nothing to show."""
+    s = spec if isinstance(spec, TableSpec) else TableSpec(spec)
+    kind = kinds.get(s.kind)
     have = {b for d, b, _ in groups if d == dataset}
-    bbs = [b for b in backbones if b in have] if backbones else order_backbones(have)
+    bbs = [b for b in s.backbones if b in have] if s.backbones else order_backbones(have)
     methods = {g.row_method for (d, b, k), g in groups.items() if d == dataset and b in bbs}
     if kind.ts_methods:
-        methods = {m for m in methods if (sections or m.partition("@")[0] in paper.TS_METHODS)
+        methods = {m for m in methods if (s.sections or m.partition("@")[0] in paper.TS_METHODS)
                    and any((dataset, b, V.TS.key(m)) in groups for b in bbs)}
-    rows = [r for r in table_rows(kind, methods, sections, labels, variants)
+    rows = [r for r in table_rows(kind, methods, s.sections, s.labels, s.variants)
             if any((dataset, b, r.key) in groups for b in bbs)]
     if not rows:
         return None
     cells = {}
     for b in bbs:
-        cells.update(block_cells(rows, b, groups, dataset, expected, sig, metrics, reference))
-    return Table(kind, dataset, tuple(bbs), tuple(rows), cells, caption or kind.caption,
-                 f"tab:{dataset}_{kind.name}", len(expected), cost, sig_test if sig else None,
-                 tuple(notes), tuple(metrics), ci, tuple(sorted((labels or {}).items())), gap,
-                 reference, tuple(unlike))
+        cells.update(block_cells(rows, b, groups, dataset, expected, sig, s.metrics, s.reference))
+    return Table(kind, dataset, tuple(bbs), tuple(rows), cells, s.caption or kind.caption,
+                 f"tab:{dataset}_{kind.name}", len(expected), s.cost,
+                 s.sig_test if sig else None, tuple(s.notes), tuple(s.metrics), s.ci,
+                 tuple(sorted((s.labels or {}).items())), s.gap, s.reference, tuple(s.unlike))
 
 
 def rank_note(table: Table) -> str | None:
