@@ -144,7 +144,7 @@ def init_model(exp: Experiment, bundle, method, seed: int):
 
 
 def save_run(path: Path, exp: Experiment, bundle, seed: int, result, n_params: int,
-             weights_label: str, device: str, keep_weights: bool = False, **extra) -> None:
+             weights_label: str, device: str, *, keep_weights: bool = False, **extra) -> None:
     """Write one seed's record (config with provenance, metrics, predictions;
     `keep_weights`: the selected checkpoint too, bench.core.weightsfile)."""
     config = {**exp.payload(), "seed": seed, "config_hash": exp.chash,
@@ -175,7 +175,7 @@ def backbone_fields(exp: Experiment) -> dict:
             "drop_path_rate": drop_path_rate(exp.backbone, impl, rate)}
 
 
-def run_seed(exp: Experiment, bundle, method, seed: int, results, device: str | None = None,
+def run_seed(exp: Experiment, bundle, method, seed: int, results, *, device: str | None = None,
              force: bool = False, progress: bool = True, on_step=None,
              keep_weights: bool = False, evals: tuple = ()) -> tuple[str, Path]:
     """Train and store one seed; returns ('skipped'|'done', record path).
