@@ -202,7 +202,7 @@ class FusedStepper:
 
 
 def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list[int],
-                device="cpu", progress: bool = True, on_step=None,
+                device="cpu", *, progress: bool = True, on_step=None,
                 state=None) -> list[TrainResult]:
     """Train models[s] with methods[s] under seeds[s], all at once, in the one
     training loop (bench.train.loop.run_loop). Returns one TrainResult per

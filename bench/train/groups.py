@@ -206,16 +206,19 @@ def member_states(paths: list, trained: list, how: str) -> list:
     return [group_state(paths[0], trained)]
 
 
-def _train_vmap(*args, states: list):
+def _train_vmap(models, methods, cfg, data, seeds, device, progress, on_step, *, states: list):
     from bench.train.fused import train_fused  # torch: only when a group trains
 
-    return train_fused(*args, states[0])  # one state for the stacked model
+    return train_fused(models, methods, cfg, data, seeds, device, progress=progress,
+                       on_step=on_step, state=states[0])  # one state for the stacked model
 
 
-def _train_streams(*args, states: list):
+def _train_streams(models, methods, cfg, data, seeds, device, progress, on_step, *,
+                   states: list):
     from bench.train.streams import train_streams  # torch: only when a group trains
 
-    return train_streams(*args, states)  # each run its own
+    return train_streams(models, methods, cfg, data, seeds, device, progress=progress,
+                         on_step=on_step, states=states)  # each run its own
 
 
 # fuse_as -> train(models, methods, cfg, data, seeds, device, progress, on_step,

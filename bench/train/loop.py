@@ -221,7 +221,7 @@ def set_lr(opt, lr: float) -> None:
         group["lr"] = lr
 
 
-def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu",
+def train(model, method, cfg: TrainConfig, data, seed: int, device="cpu", *,
           progress: bool = True, on_step=None, state=None) -> TrainResult:
     """Train `model` with `method` on `data` (a DatasetBundle) under `cfg`;
     `state` (bench.train.resume.CycleState), if given, is resumed from and saved."""

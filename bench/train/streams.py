@@ -72,7 +72,7 @@ def on_stream(stream):
 
 
 def train_streams(models: list, methods: list, cfg: TrainConfig, data, seeds: list[int],
-                  device="cpu", progress: bool = True, on_step=None,
+                  device="cpu", *, progress: bool = True, on_step=None,
                   states: list | None = None) -> list:
     """Train models[s] with methods[s] under seeds[s], their steps interleaved.
     Returns one TrainResult per member (train_seconds: the group's wall time
