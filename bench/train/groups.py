@@ -126,7 +126,7 @@ def group_fields(exp, members: list) -> dict:
 
 
 # ---------------------------------------------------------- run records --
-def run_members(members: list, bundle, results, device: str | None = None,
+def run_members(members: list, bundle, results, *, device: str | None = None,
                 force: bool = False, progress: bool = True, on_step=None,
                 keep_weights: bool = False, evals: tuple = ()) -> list[tuple[str, object]]:
     """bench.train.experiment.run_seed for every (Experiment, Method, seed) member, trained at
