@@ -344,7 +344,7 @@ def _build_parallel(tmp: Path, tasks: list, images, rec: dict, chosen: dict, job
     try:
         with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
             futures = [pool.submit(_work, str(tmp), str(src), rec["dataset"], tuple(chosen),
-                                   rec["size"], b, c, s, i) for b, c, s, i in tasks]
+                                   rec["size"], task) for task in tasks]
             for f in as_completed(futures):
                 f.result()
                 bar.update(CHUNK)
@@ -352,8 +352,9 @@ def _build_parallel(tmp: Path, tasks: list, images, rec: dict, chosen: dict, job
         src.unlink(missing_ok=True)
 
 
-def _work(tmp: str, src: str, dataset: str, only: tuple, size: int, b: int, corruption: str,
-          severity: int, start: int) -> None:
+def _work(tmp: str, src: str, dataset: str, only: tuple, size: int, task: tuple) -> None:
+    """One task of _build_parallel: (block, corruption, severity, first image)."""
+    b, corruption, severity, start = task
     images = np.load(src, mmap_mode="r", allow_pickle=False)
     _, chosen = C.corruptions(dataset, only)
     out = np.load(tmp, mmap_mode="r+", allow_pickle=False)
