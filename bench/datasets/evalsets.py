@@ -55,7 +55,7 @@ def digest(images: np.ndarray, labels=None) -> str:
     return h.hexdigest()
 
 
-def load_eval(spec: EvalSpec, dataset: str, size: int, classes: list[str], data_root=None,
+def load_eval(spec: EvalSpec, dataset: str, size: int, classes: list[str], *, data_root=None,
               options: tuple = (), build: bool = True, progress: bool = True,
               jobs: int = 1) -> EvalData:
     """The images of `spec` for a run of `dataset` tested at `size` px."""

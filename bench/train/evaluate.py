@@ -152,8 +152,8 @@ def eval_data(spec, dataset: str, size: int, classes, data_root=None, options: t
     px, loaded once per process (a sweep's records share them)."""
     key = (spec, dataset, int(size), tuple(classes), data_root, tuple(options))
     if key not in _LOADED:
-        _LOADED[key] = load_eval(spec, dataset, int(size), list(classes), data_root, options,
-                                 build=True, progress=progress)
+        _LOADED[key] = load_eval(spec, dataset, int(size), list(classes), data_root=data_root,
+                                 options=options, build=True, progress=progress)
     return _LOADED[key]
 
 
