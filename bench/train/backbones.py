@@ -51,7 +51,7 @@ def create_backbone(name: str, image_size: int, pretrained: bool = False,
                    weights=weights, impl=impl, drop_path=drop_path)
 
 
-def build_model(backbone: str, image_size: int, heads: int, num_classes: int,
+def build_model(backbone: str, image_size: int, heads: int, num_classes: int, *,
                 pretrained: bool = False, weights: Optional["WeightsSpec"] = None,
                 impl: str = "torchvision", drop_path: float = -1.0, mc_dropout: float = 0.0,
                 arch: tuple = ()) -> tuple[MultiHeadNet, Backbone]:
