@@ -80,8 +80,9 @@ def build(data: ShiftData, variants, expected: dict, metrics=(), gap=True, secti
     rep = ShiftReport(data)
     for ds, bb in sorted({(ds, bb) for ds, bb, _, _ in cells}):
         mine = {(d, b, k, s): c for (d, b, k, s), c in cells.items() if (d, b) == (ds, bb)}
-        table = shift_table(ds, bb, mine, variants, expected.get(ds, ()), metrics, gap,
-                            sections, labels, len(_corruptions(data, ds, bb)))
+        table = shift_table(ds, bb, mine, variants=variants, expected=expected.get(ds, ()),
+                            metrics=metrics, gap=gap, sections=sections, labels=labels,
+                            n_corruptions=len(_corruptions(data, ds, bb)))
         rep.tables.append((bb, table))
         rep.boxes[(ds, bb)] = box_data(data, ds, bb, table)
     return rep
@@ -91,7 +92,7 @@ def _corruptions(data: ShiftData, ds: str, bb: str) -> list:
     return next(o.entry["corruptions"] for o in data.outcomes if (o.dataset, o.backbone) == (ds, bb))
 
 
-def shift_table(ds, bb, cells: dict, variants, expected, metrics, gap, sections, labels,
+def shift_table(ds, bb, cells: dict, *, variants, expected, metrics, gap, sections, labels,
                 n_corruptions: int) -> Table:
     present = {c.row_method for c in cells.values()}
     severities = sorted({s for _, _, _, s in cells})
