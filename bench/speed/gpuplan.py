@@ -266,8 +266,8 @@ def project(results: dict) -> dict:
     grid = []
     for st in s["strategies"]:
         for v in (P.VARIANTS if st == "single" else P.FUSED_VARIANTS):
-            g = P.grid_projection(meas, shapes, s["backbones"], st, v, s["seeds"], bs,
-                                  epochs, cycles)
+            g = P.grid_projection(meas, shapes, s["backbones"], st, v, seeds=s["seeds"],
+                                  batch_size=bs, epochs=epochs, cycles=cycles)
             if g["measured"]:
                 grid.append(g)
     return {"headline": headline, "grid": grid,

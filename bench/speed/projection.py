@@ -169,7 +169,7 @@ def lookup(meas: dict, dataset, backbone, heads, path, members, variant):
     return None, False
 
 
-def grid_projection(meas: dict, shapes: dict, backbones: list, strategy: str, variant: str,
+def grid_projection(meas: dict, shapes: dict, backbones: list, strategy: str, variant: str, *,
                     seeds: int, batch_size: int, epochs: int, cycles: int) -> dict:
     """Projected wall time of the grid datasets x backbones x paper methods x
     seeds under one strategy and variant. `meas` maps key(...) to a dict with

@@ -84,7 +84,8 @@ def test_grid_sum_by_hand_for_each_strategy():
             "methods": sum(cost(d, (1, "fused", 10)) + cost(d, (2, "fused", 4))
                            + cost(d, (4, "fused", 2)) for d in shapes)}
     for st, seconds in want.items():
-        g = P.grid_projection(meas, shapes, ["r50"], st, "bf16", 2, 8, 1, 1)
+        g = P.grid_projection(meas, shapes, ["r50"], st, "bf16", seeds=2, batch_size=8, epochs=1,
+                              cycles=1)
         assert g["complete"] and g["substituted"] == 0
         assert g["hours"] == pytest.approx(seconds / 3600)
 
@@ -92,11 +93,13 @@ def test_grid_sum_by_hand_for_each_strategy():
 def test_missing_groups_and_head_substitution():
     shapes = {"a": P.DataShape("a", 9, 28, 80, 0, 0)}
     meas = _meas(shapes, "r50", {(4, "single", 1): (5.0, 0.0)})
-    g = P.grid_projection(meas, shapes, ["r50"], "single", "bf16", 1, 8, 1, 1)
+    g = P.grid_projection(meas, shapes, ["r50"], "single", "bf16", seeds=1, batch_size=8,
+                          epochs=1, cycles=1)
     # 7 of the 8 methods borrow the 4-head time; the grid is still projected
     assert g["complete"] and g["substituted"] == 7
     assert g["hours"] == pytest.approx(8 * 10 * 0.005 / 3600)
-    g = P.grid_projection(meas, shapes, ["r50"], "seeds", "bf16", 5, 8, 1, 1)
+    g = P.grid_projection(meas, shapes, ["r50"], "seeds", "bf16", seeds=5, batch_size=8,
+                          epochs=1, cycles=1)
     assert not g["complete"] and g["measured"] == 0 and len(g["missing"]) == 3
 
 
