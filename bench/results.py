@@ -59,7 +59,7 @@ def ood(results_dir, cache_dir=None):
     return _eval_frame(results_dir, "ood", cache_dir)
 
 
-def sets(results_dir, alpha: float = 0.1, variants: str | None = None, no_ts=False,
+def sets(results_dir, alpha: float = 0.1, *, variants: str | None = None, no_ts=False,
          cache_dir=None, eval_sets: bool = False, randomize: bool = False, seed: int = 0,
          top_label: bool = False):
     """Conformal prediction sets as `bench report --sets --sets-alpha ALPHA`
