@@ -40,7 +40,7 @@ def check_data_paths(args) -> None:
     """A data root or cache folder that is a file fails in one line (bench.sweep.plan)."""
     # start-up: `bench data --help` builds this module's parser; the planner
     # only when a command reads data
-    from bench.sweep.plan import check_data_paths as check
+    from bench.datasets.cache import check_data_paths as check
 
     check(args.data_root, args.data_opts)
 

@@ -46,7 +46,7 @@ def build(args) -> int:
     from bench.datasets import shift
     from bench.datasets.corruptions import registry
     from bench.sweep.grid import native_test_size
-    from bench.sweep.plan import check_data_paths
+    from bench.datasets.cache import check_data_paths
 
     DATASETS.get(args.dataset)
     if args.jobs < 1:

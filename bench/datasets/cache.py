@@ -27,6 +27,7 @@ import numpy as np
 from PIL import Image, ImageFile
 from tqdm import tqdm
 
+from bench.core.config import parse_data_opts
 from bench.core.errors import BenchError, warn_once
 from bench.core.files import move_aside
 
@@ -244,3 +245,17 @@ def check_cache(cache_dir) -> list[tuple[str, str]]:
         if why is not None:
             set_aside(path, why)
     return [(str(p), why) for p, why in bad if why is not None]
+
+
+def check_data_paths(data_root, data_opts) -> None:
+    """A data root or cache folder that is a file fails here in one line, before
+    an adapter tries to read or download into it."""
+    roots = [("--data-root", data_root),
+             ("BENCH_DATA_ROOT", os.environ.get("BENCH_DATA_ROOT"))]
+    for name, root in roots:
+        if root and Path(root).exists() and not Path(root).is_dir():
+            raise BenchError(f"{name} {root} is a file; give the folder that holds the "
+                             "dataset's files")
+    for cache in (os.environ.get("BENCH_CACHE_DIR"), parse_data_opts(data_opts).get("cache")):
+        if cache:
+            check_cache_dir(cache)

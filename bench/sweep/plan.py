@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import os
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 from bench.core import store
 from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides, convert,
@@ -26,10 +24,14 @@ from bench.core.paper import DENS, ENSEMBLE_OF, PAPER_BACKBONES, PAPER_METHODS
 from bench.core.registry import expand_names
 from bench.core.seeds import parse_seeds
 from bench.datasets import DATASETS
-from bench.datasets.cache import check_cache_dir
+from bench.datasets.cache import check_data_paths
+from bench.methods import (METHOD_GROUPS, METHODS, create_method, every_method, method_params,
+                           training_methods)
+from bench.sweep.evals import check, check_sizes, spec_test_size
 from bench.sweep.executors import check_options
 from bench.sweep.grid import build_specs
 from bench.sweep.options import RunOptions
+from bench.sweep.run import run_sweep
 from bench.train.backbones import BACKBONES, canonical_backbone
 
 
@@ -53,9 +55,6 @@ def plan(opts: RunOptions) -> Grid:
     own_dataset(evals, datasets)
     specs, experiments = build_specs(datasets, backbones, methods, per_method, seeds, cfg, opts)
     if evals:  # a MedMNIST source's file at each run's test size, before anything is built
-        # the eval sets' code on demand: `bench data check` imports this module (check_data_paths)
-        from bench.sweep.evals import check_sizes, spec_test_size
-
         check_sizes(evals, {spec_test_size(s) for s in specs})
     if opts.keep_weights or evals:  # output only: the specs' hashes are unchanged
         texts = tuple(spec.text for spec in evals)
@@ -67,9 +66,6 @@ def plan(opts: RunOptions) -> Grid:
 def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
     """Deprecated: bench.sweep.run.run_sweep(grid.specs, opts, progress), which
     now holds the --eval and --tensorboard steps this function added."""
-    # the sweep on demand: `bench data check` imports this module (check_data_paths)
-    from bench.sweep.run import run_sweep
-
     warnings.warn("bench.sweep.plan.execute(grid, opts) is deprecated; use "
                   "bench.sweep.run.run_sweep(grid.specs, opts)", DeprecationWarning,
                   stacklevel=2)
@@ -79,10 +75,6 @@ def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
 def resolve_run(opts: RunOptions):
     """Validate every name and override before any data is loaded: (seeds,
     methods, training config, datasets, backbones, per-method --set values)."""
-    # the methods on demand: `bench data check` imports this module (check_data_paths)
-    from bench.methods import (METHOD_GROUPS, METHODS, create_method, method_params,
-                               training_methods)
-
     seeds = parse_seeds(opts.seeds)
     base = get_profile(opts.profile)
     datasets = expand_names(opts.dataset, DATASETS.names(), "dataset", DATASETS)
@@ -143,9 +135,6 @@ def check_run_flags(opts: RunOptions) -> None:
 
 def check_evals(texts) -> tuple:
     """Every --eval value parsed and its source found (bench.sweep.evals)."""
-    # the eval sets' code on demand: `bench data check` imports this module (check_data_paths)
-    from bench.sweep.evals import check
-
     return check(texts)
 
 
@@ -189,25 +178,8 @@ def check_packages(opts: RunOptions) -> None:
                              f"{flag}") from None
 
 
-def check_data_paths(data_root, data_opts) -> None:
-    """A data root or cache folder that is a file fails here in one line, before
-    an adapter tries to read or download into it."""
-    roots = [("--data-root", data_root),
-             ("BENCH_DATA_ROOT", os.environ.get("BENCH_DATA_ROOT"))]
-    for name, root in roots:
-        if root and Path(root).exists() and not Path(root).is_dir():
-            raise BenchError(f"{name} {root} is a file; give the folder that holds the "
-                             "dataset's files")
-    for cache in (os.environ.get("BENCH_CACHE_DIR"), parse_data_opts(data_opts).get("cache")):
-        if cache:
-            check_cache_dir(cache)
-
-
 def unknown_key(key: str, names: list[str], valid: list[str]) -> BenchError:
     """An unknown --set key; when other methods have it, name them."""
-    # the methods on demand: `bench data check` imports this module (check_data_paths)
-    from bench.methods import every_method, method_params
-
     owners = [m for m in every_method()
               if key in {f.name for f in dataclasses.fields(method_params(m))}]
     if owners:
