@@ -10,6 +10,9 @@
 #                          under the released code's protocol (docs/fidelity.md; D-Ens and
 #                          +TS are derived), then every report
 #                          (GPUs; the dataset files must be in place, see the README)
+#   ./run_all.sh --precision tf32|bf16   the same at a faster precision (--set precision=,
+#                          docs/speed.md "Precision": not the published numbers; default:
+#                          released, PyTorch's defaults as the released code ran)
 # Extra options after the mode go to every `bench run` (e.g. --jobs 2, --executor slurm
 # --partition gpu). Idempotent: finished runs are skipped, so a second call does no
 # training, and a crashed or killed call resumes where it stopped.
@@ -24,6 +27,12 @@ MODE=full
 if [ "${1:-}" = "--quick" ]; then
     MODE=quick
     shift
+fi
+# --precision P: the precision switch for every run (a later --set precision= wins)
+PRECISION=()
+if [ "${1:-}" = "--precision" ]; then
+    PRECISION=(--set "precision=${2:?--precision needs released, tf32 or bf16}")
+    shift 2
 fi
 
 report() {
@@ -56,7 +65,7 @@ if [ "$MODE" = quick ]; then
     # with every core. JOBS=1 ./run_all.sh --quick runs them one at a time.
     JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)}
     "$BENCH" run --method all --dataset digits --seeds 5 --profile demo \
-        --data-opt train_per_class=10 \
+        --data-opt train_per_class=10 ${PRECISION[@]+"${PRECISION[@]}"} \
         --jobs "$JOBS" --results "$RESULTS" "$@" || status=$?
     report
     shift_demo "$@"
@@ -89,7 +98,8 @@ fi
 # stop the other datasets; the exit status says something failed.
 for DATASET in chaoyang kvasir pathmnist; do
     "$BENCH" run --method paper --dataset "$DATASET" --backbone "$BACKBONES" --seeds 5 \
-        --profile paper --pretrained --results "$RESULTS" ${FUSE[@]+"${FUSE[@]}"} "$@" \
+        --profile paper --pretrained --results "$RESULTS" ${FUSE[@]+"${FUSE[@]}"} \
+        ${PRECISION[@]+"${PRECISION[@]}"} "$@" \
         || status=$?
 done
 report

@@ -28,6 +28,10 @@ MAX_EPOCHS_PER_CYCLE = 1000
 # without importing the training code.
 AUGMENT_MODES = ("batched", "per_image")
 
+# The precision switch's choices (TrainConfig.precision; applied by
+# bench.train.loop.precision_scope).
+PRECISIONS = ("released", "tf32", "bf16")
+
 
 def compile_modes() -> list[str]:
     """torch.compile's modes as this torch names them ("reduce-overhead" = CUDA graphs)."""
@@ -108,6 +112,15 @@ class TrainConfig:
         choices=AUGMENT_MODES)
     bf16: bool = setting(False, "bf16 autocast for forward and loss (changes the numbers)")
     channels_last: bool = setting(False, "NHWC memory layout (speed only)", in_hash=False)
+    # Tensor cores (docs/speed.md, "Precision"): "released" = PyTorch's defaults
+    # as the released code ran (TF32 convolutions, strict FP32 matmuls); the
+    # others change the numbers, so they are hashed, but the default is left
+    # out of the hash so that no record made before the key existed moves.
+    precision: str = setting(
+        "released", "released (TF32 convolutions, FP32 matmuls: the published numbers) | "
+        "tf32 (also TF32 matmuls: ~1e-3 relative per matmul, not the published numbers) | "
+        "bf16 (bf16 autocast + channels_last: implies bf16=true; furthest from them)",
+        choices=PRECISIONS, legacy="released")
     compile: bool = setting(False, "torch.compile the training model (speed only)",
                             in_hash=False)
     # "reduce-overhead" captures the small-batch step in CUDA graphs (launch
@@ -143,6 +156,16 @@ class TrainConfig:
     # every run.
     cudnn_benchmark: bool = setting(
         True, "let cuDNN time and pick its fastest algorithms (CUDA only)", in_hash=False)
+
+    def __post_init__(self):
+        # precision=bf16 is the named form of bf16=true + channels_last=true;
+        # tf32 with bf16 autocast would be two precisions at once
+        if self.precision == "bf16":
+            object.__setattr__(self, "bf16", True)
+            object.__setattr__(self, "channels_last", True)
+        elif self.precision == "tf32" and self.bf16:
+            raise BenchError("--set precision=tf32 with bf16=true: choose one (precision=bf16 "
+                             "is bf16 autocast; tf32 keeps FP32 with TF32 matmuls)")
 
     @property
     def epochs(self) -> int:

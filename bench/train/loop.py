@@ -152,6 +152,24 @@ def make_sgd(params, cfg: TrainConfig) -> torch.optim.SGD:
                            weight_decay=cfg.weight_decay)
 
 
+@contextlib.contextmanager
+def precision_scope(cfg: TrainConfig):
+    """cfg.precision's matmul setting for the run, the previous one restored
+    afterwards so that one run does not leak it into the next in the same
+    process. "released" touches nothing (PyTorch's defaults: TF32 convolutions,
+    FP32 matmuls); "tf32" and "bf16" allow TF32 matmuls (bf16's autocast is
+    cfg.bf16, which precision=bf16 sets). On a CPU the TF32 flags do nothing."""
+    if cfg.precision == "released":
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")  # TF32 matmuls on tensor cores
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
 def set_backends(cfg: TrainConfig, device: torch.device) -> None:
     """Process-wide backend switches (each run has its own process in a sweep)."""
     set_deterministic(cfg.deterministic)
@@ -239,7 +257,8 @@ def run_loop(stepper, cfg: TrainConfig, data, progress: bool = True,
     heartbeats); `loss` is the step's (per-member) loss tensor, still on the device.
     `state` (bench.train.resume.CycleState), if given, is saved at every cycle
     end, and a run that finds one starts after its last saved cycle."""
-    return finish(loop_steps(stepper, cfg, data, progress, on_step, state))
+    with precision_scope(cfg):
+        return finish(loop_steps(stepper, cfg, data, progress, on_step, state))
 
 
 def device_splits(data, device: torch.device) -> dict:

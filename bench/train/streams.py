@@ -30,7 +30,8 @@ import os
 import torch
 
 from bench.core.config import TrainConfig
-from bench.train.loop import SingleStepper, TrainResult, device_splits, loop_steps, sync
+from bench.train.loop import (SingleStepper, TrainResult, device_splits, loop_steps,
+                              precision_scope, sync)
 
 
 # How many hardware work queues CUDA may spread a process's streams over: its
@@ -89,7 +90,8 @@ def train_streams(models: list, methods: list, cfg: TrainConfig, data, seeds: li
     states = states or [None] * len(steppers)
     loops = [loop_steps(st, cfg, data, progress and i == 0, None, state, splits)
              for i, (st, state) in enumerate(zip(steppers, states))]
-    out = drive(loops, member_streams(device, len(loops)), rngs, on_step)
+    with precision_scope(cfg):
+        out = drive(loops, member_streams(device, len(loops)), rngs, on_step)
     sync(device)  # every stream's work done before the shared data may be freed
     for result in out:
         if isinstance(result, TrainResult):
