@@ -6,14 +6,18 @@ Nothing here touches a device; tests/test_gpuplan.py checks it by hand.
 """
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
-from bench.core.config import PROFILES
+import torch
+
+from bench.core.config import PRECISIONS, PROFILES
 from bench.core.paper import PAPER_METHODS
 from bench.core.schedule import steps_per_epoch
 from bench.datasets import chaoyang, kvasir
 from bench.datasets.medmnist import PATHMNIST_PUBLISHED
 from bench.methods import create_method
+from bench.speed import cells, stepcount
 
 # The paper's trained methods (Tables 1-2) and their head counts.
 PAPER_HEADS = {m: create_method(m).heads for m in PAPER_METHODS}
@@ -190,3 +194,43 @@ def grid_projection(meas: dict, shapes: dict, backbones: list, strategy: str, va
     return {"strategy": strategy, "variant": variant, "hours": seconds / 3600.0,
             "groups": needed, "measured": found, "substituted": subst,
             "complete": found == needed, "missing": sorted(set(missing))}
+
+
+# ------------------------------------------------------------ per backbone --
+def print_grid(counts: dict, strategy: str, precision: str, stage_ms: float) -> None:
+    """The per-backbone cells and totals of one strategy and precision."""
+    rows = cells.grid_rows(data_shapes(), counts, strategy, precision, stage_ms=stage_ms)
+    print(f"\n== strategy {strategy}, precision {precision} (H200 hours; staging "
+          f"{stage_ms:.3f} ms a step) ==")
+    print(f"{'dataset':10} {'backbone':14} {'px':>4} {'runs':>4} {'ms/step':>8} "
+          f"{'train h':>8} {'stage h':>8} {'eval h':>7} {'hours':>7}  source")
+    for r in rows:
+        print(f"{r['dataset']:10} {r['backbone']:14} {r['px']:>4} {r['runs']:>4} "
+              f"{r['ms_step']:>8.2f} {r['train']:>8.2f} {r['stage']:>8.2f} {r['eval']:>7.2f} "
+              f"{r['hours']:>7.2f}  {r['source']}")
+    print("  ".join(f"{k}: {v:.1f} h" for k, v in cells.totals(rows).items()))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.speed.projection",
+                                 description="The paper grid per backbone, projected "
+                                 "(bench/speed/cells.py; docs/speed.md, 'The projection model')")
+    ap.add_argument("--strategy", choices=sorted(cells.STRATEGIES), action="append")
+    ap.add_argument("--precision", choices=PRECISIONS, action="append")
+    ap.add_argument("--stage-ms", type=float, default=cells.STAGE_MS_PER_STEP,
+                    help="host staging per training step on the critical path (0: overlapped)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    counts = {key: stepcount.count_step(*key) for key in sorted(cells.needed_sizes(data_shapes()))}
+    print("per training step (batch 8, SL1H), counted on the CPU:")
+    for (bb, px), c in counts.items():
+        print(f"  {bb:14} {px:>4} px: {c['ops']:>5} aten ops, {c['conv'] / 1e9:7.1f} GFLOP "
+              f"convolution, {c['mm'] / 1e9:7.1f} GFLOP matmul")
+    for strategy in args.strategy or ["run_all"]:
+        for precision in args.precision or list(PRECISIONS):
+            print_grid(counts, strategy, precision, args.stage_ms)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

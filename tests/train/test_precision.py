@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from bench.core import store
 from bench.core.config import PROFILES, TrainConfig, apply_overrides, config_hash, result_fields
 from bench.core.errors import BenchError
 from bench.methods import create_method
 from bench.train.experiment import make_experiment, run_seed
-from bench.core import store
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
