@@ -17,9 +17,56 @@ from dataclasses import dataclass, field
 
 from bench.core.config import PROFILES
 from bench.core.paper import PAPER_METHODS
+from bench.core.schedule import steps_per_epoch
 from bench.core.sizes import resolve_sizes
+from bench.datasets import chaoyang, kvasir
+from bench.datasets.medmnist import PATHMNIST_PUBLISHED
 from bench.methods import create_method
-from bench.speed.projection import DataShape, eval_images, train_steps
+
+@dataclass(frozen=True)
+class DataShape:
+    """What a training run of one dataset costs, by size: classes, paper
+    image size (before a backbone rounds it up) and the true split counts."""
+
+    name: str
+    classes: int
+    size: int
+    train: int
+    val: int
+    test: int
+
+
+# PathMNIST (MedMNIST v2, docs/fidelity.md): 9 classes, train/val/test counts,
+# from the adapter's constant rather than the `medmnist` package, which a GPU
+# machine may lack; tests/test_gpuplan.py checks them against medmnist.INFO.
+PATHMNIST = (9, *PATHMNIST_PUBLISHED.values())
+
+
+def data_shapes() -> dict[str, DataShape]:
+    """The three paper datasets. Chaoyang and Kvasir counts come from their
+    adapters' constants (docs/fidelity.md), so a changed split shows up here too."""
+    cy, kv = chaoyang.PUBLISHED, kvasir.PUBLISHED
+    k, tr, va, te = PATHMNIST
+    return {
+        "pathmnist": DataShape("pathmnist", k, 28, tr, va, te),
+        "chaoyang": DataShape("chaoyang", len(chaoyang.OFFICIAL["test"]), 224,
+                              cy["train"], cy["val"], cy["test"]),
+        "kvasir": DataShape("kvasir", 23, 224, kv["train"], kv["val"], kv["test"]),
+    }
+
+
+
+def train_steps(shape: DataShape, batch_size: int, epochs: int) -> int:
+    """Optimiser steps of one run (bench.train.loop's epoch rule, times epochs),
+    under the paper profile's drop_last (the released loader drops the last batch)."""
+    return steps_per_epoch(shape.train, batch_size, PROFILES["paper"].drop_last) * epochs
+
+
+def eval_images(shape: DataShape, cycles: int) -> int:
+    """Images evaluated in one run: validation after every cycle, validation
+    again at the best checkpoint, then the test set (bench.train.loop.train)."""
+    return (cycles + 1) * shape.val + shape.test
+
 
 BACKBONES = ("resnet50", "convnext_tiny", "swin_tiny")
 

@@ -7,55 +7,24 @@ Nothing here touches a device; tests/test_gpuplan.py checks it by hand.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 import torch
 
-from bench.core.config import PRECISIONS, PROFILES
+from bench.core.config import PRECISIONS
 from bench.core.paper import PAPER_METHODS
-from bench.core.schedule import steps_per_epoch
-from bench.datasets import chaoyang, kvasir
-from bench.datasets.medmnist import PATHMNIST_PUBLISHED
 from bench.methods import create_method
 from bench.speed import cells, stepcount
+# the datasets' shapes and a run's steps and evaluated images, declared beside
+# the per-backbone cells that use them too (gpuplan and graphtime read them here)
+from bench.speed.cells import PATHMNIST, DataShape, data_shapes, eval_images, train_steps
+
+__all__ = ["PATHMNIST", "DataShape", "data_shapes", "eval_images", "train_steps"]
 
 # The paper's trained methods (Tables 1-2) and their head counts.
 PAPER_HEADS = {m: create_method(m).heads for m in PAPER_METHODS}
 # The method timed for a run of h heads: heads, not the loss, set the step's
 # cost (the heads are one linear layer; the losses are a few small kernels).
 METHOD_FOR_HEADS = {1: "sl1h", 2: "2hml", 4: "4hml"}
-
-
-@dataclass(frozen=True)
-class DataShape:
-    """What a training run of one dataset costs, by size: classes, paper
-    image size (before a backbone rounds it up) and the true split counts."""
-
-    name: str
-    classes: int
-    size: int
-    train: int
-    val: int
-    test: int
-
-
-# PathMNIST (MedMNIST v2, docs/fidelity.md): 9 classes, train/val/test counts,
-# from the adapter's constant rather than the `medmnist` package, which a GPU
-# machine may lack; tests/test_gpuplan.py checks them against medmnist.INFO.
-PATHMNIST = (9, *PATHMNIST_PUBLISHED.values())
-
-
-def data_shapes() -> dict[str, DataShape]:
-    """The three paper datasets. Chaoyang and Kvasir counts come from their
-    adapters' constants (docs/fidelity.md), so a changed split shows up here too."""
-    cy, kv = chaoyang.PUBLISHED, kvasir.PUBLISHED
-    k, tr, va, te = PATHMNIST
-    return {
-        "pathmnist": DataShape("pathmnist", k, 28, tr, va, te),
-        "chaoyang": DataShape("chaoyang", len(chaoyang.OFFICIAL["test"]), 224,
-                              cy["train"], cy["val"], cy["test"]),
-        "kvasir": DataShape("kvasir", 23, 224, kv["train"], kv["val"], kv["test"]),
-    }
 
 
 # ------------------------------------------------------------- strategies --
@@ -138,18 +107,6 @@ def peak_fraction(tflops: float, device_name: str, bf16: bool, is_cuda: bool) ->
 
 
 # -------------------------------------------------------------- projection --
-def train_steps(shape: DataShape, batch_size: int, epochs: int) -> int:
-    """Optimiser steps of one run (bench.train.loop's epoch rule, times epochs),
-    under the paper profile's drop_last (the released loader drops the last batch)."""
-    return steps_per_epoch(shape.train, batch_size, PROFILES["paper"].drop_last) * epochs
-
-
-def eval_images(shape: DataShape, cycles: int) -> int:
-    """Images evaluated in one run: validation after every cycle, validation
-    again at the best checkpoint, then the test set (bench.train.loop.train)."""
-    return (cycles + 1) * shape.val + shape.test
-
-
 def group_seconds(shape: DataShape, batch_size: int, epochs: int, cycles: int,
                   ms_per_step: float, eval_ms_per_image: float) -> float:
     """Wall time of one group (or single run): all its steps at the measured

@@ -3,7 +3,7 @@ import pytest
 
 from bench.core.config import TrainConfig
 from bench.speed import cells
-from bench.speed.projection import DataShape, data_shapes
+from bench.speed.cells import DataShape, data_shapes
 
 # 1e12 conv and 1e12 matmul FLOPs, 1000 ops
 COUNT = {"ops": 1000, "conv": 1e12, "mm": 1e12, "eval_conv": 1e9, "eval_mm": 0.0}
