@@ -33,6 +33,14 @@
 #              fused group at once (`bench run --jobs-per-gpu K`): images/s of all.
 #   perf       python -m bench.speed.perf at 28 px, ResNet50, 4 heads: harness vs
 #              reference (DataLoader + PIL) vs bare loop; fp32, then bf16 + channels_last.
+#   precision  streamtime at 224 px, 4 streams: ResNet50 at precision released / tf32 /
+#              bf16, Swin-T released / tf32 (~2 GPU-minutes; docs/speed.md "Precision").
+#   streams    streamtime at 28 px with 16 and 32 streams (ResNet50).
+#   slice      benchmarks/e2e_slice.py: bench run on a PathMNIST-shaped synthetic set,
+#              one epoch, 8 methods x 1 seed a backbone, fused as ./run_all.sh does;
+#              wall time / bench.speed.cells' projection (target within 15%).
+#              For issue 47's check in one call (<= 7 GPU-minutes):
+#              STEPS="precision streams slice" bash benchmarks/gpu_check.sh
 #   extra      EXTRA_CMD under EXTRA_LIMIT, with PY, OUT_DIR, DEVICE and REPO set
 #              (a session's own measurement, e.g. gpuplan --compile).
 # Every step runs under `timeout`, so a hang cannot eat the budget; the default
@@ -116,7 +124,7 @@ STAGE_STIME_ARGS="${STAGE_STIME_ARGS:-}"  # extra streamtime flags of the stagin
 CAPTURE_LIMIT=$(( CAPTURE_LIMIT * LIMIT_SCALE ))
 STIME_LIMIT=$(( STIME_LIMIT * LIMIT_SCALE ))
 STAGE_LIMIT=$(( STAGE_LIMIT * LIMIT_SCALE ))
-ALL_STEPS="staging capture streamtime graphtime syncs gpuplan e2e det sidebyside perf extra"
+ALL_STEPS="staging capture streamtime graphtime syncs gpuplan e2e det sidebyside perf precision streams slice extra"
 STEPS="${STEPS:-capture staging streamtime graphtime gpuplan e2e}"  # which steps, in this order
 export PYTHONUNBUFFERED=1
 
@@ -277,6 +285,43 @@ step_det() {
         echo "deterministic=$det exit: ${PIPESTATUS[0]}"
         pack
     done
+}
+
+# ---- issue 47 (points 4, 6, 7): precision, more streams, the end-to-end slice.
+# Not in the CPU dry run's step list (tests/speed/test_gpu_check_script.py is
+# the suite's slowest item): tests/speed/test_gpu_check_issue47.py dry-runs them.
+PREC_LIMIT="${PREC_LIMIT:-150}"      # 224 px precisions + Swin-T TF32 (~2 GPU-minutes)
+STREAMS_LIMIT="${STREAMS_LIMIT:-90}" # 16 and 32 streams at 28 px
+SLICE_LIMIT="${SLICE_LIMIT:-240}"    # one PathMNIST-shaped epoch, 8 methods x 3 backbones
+PREC_ARGS="${PREC_ARGS:-}"; STREAMS_ARGS="${STREAMS_ARGS:-}"; SLICE_ARGS="${SLICE_ARGS:-}"
+
+step_precision() {
+    echo "== precision: streamtime at 224 px, 4 streams, released vs tf32 vs bf16; Swin-T tf32 (limit ${PREC_LIMIT}s)"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$PREC_LIMIT" bash -c 'for spec in resnet50:released resnet50:tf32 \
+            resnet50:bf16 swin_tiny:released swin_tiny:tf32; do
+        "$0" -m bench.speed.streamtime --device "$1" --backbone "${spec%%:*}" --size 224 \
+            --members 4 --fuse-as streams --steps 40 --precision "${spec##*:}" \
+            --out "$2/precision_${spec/:/_}.json" "${@:3}" || exit $?
+        done' "$PY" "$DEVICE" "$OUT_DIR" $PREC_ARGS 2>&1 | tee "$OUT_DIR/precision.log"
+    echo "precision exit: ${PIPESTATUS[0]}"
+}
+
+step_streams() {
+    echo "== streams: streamtime at 28 px, 16 and 32 streams (limit ${STREAMS_LIMIT}s)"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$STREAMS_LIMIT" "$PY" -m bench.speed.streamtime --device "$DEVICE" --size 28 \
+        --members 16,32 --fuse-as streams --out "$OUT_DIR/streams.json" $STREAMS_ARGS \
+        2>&1 | tee "$OUT_DIR/streams.log"
+    echo "streams exit: ${PIPESTATUS[0]}"
+}
+
+step_slice() {
+    echo "== slice: bench run on a PathMNIST-shaped synthetic set, one epoch, 8 methods x 1 seed (limit ${SLICE_LIMIT}s)"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$SLICE_LIMIT" "$PY" "$REPO/benchmarks/e2e_slice.py" --device "$DEVICE" \
+        --work "$SCRATCH/slice" --out "$OUT_DIR/slice.json" $SLICE_ARGS 2>&1 | tee "$OUT_DIR/slice.log"
+    echo "slice exit: ${PIPESTATUS[0]}"
 }
 
 step_extra() {  # EXTRA_CMD: one more command of a session's choosing (a rerun, --compile)

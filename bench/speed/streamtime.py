@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from tabulate import tabulate
 
-from bench.core.config import TrainConfig
+from bench.core.config import PRECISIONS, TrainConfig
 from bench.core.device import check_device, device_name
 from bench.core.errors import BenchError
 from bench.core.files import write_json
@@ -58,7 +58,7 @@ def time_cell(how: str, k: int, args, device: torch.device) -> float:
     """ms per run-step of K members trained together by `how`."""
     cfg = TrainConfig(cycles=1, epochs_per_cycle=args.epochs, fuse_as=how,  # released protocol
                       stage_ahead=args.stage_ahead, augment_size=args.size,  # from scratch
-                      image_size=args.size, test_size=args.size)
+                      image_size=args.size, test_size=args.size, precision=args.precision)
     data = bundle(cfg.batch_size * args.steps, args.size)
     methods, models = [], []
     for seed in range(k):
@@ -125,6 +125,8 @@ def parse_args(argv=None):
                    help="epochs of --steps each; > 1: the clock includes epochs 2..E's staging")
     p.add_argument("--stage-ahead", default="auto", choices=("auto", "true", "false"),
                    help="TrainConfig.stage_ahead: the next epoch drawn while one trains")
+    p.add_argument("--precision", default="released", choices=PRECISIONS,
+                   help="TrainConfig.precision (docs/speed.md, 'Precision')")
     p.add_argument("--out", default="")
     p.add_argument("--check", action="store_true", help="instead of timing: streams members "
                    "equal their runs alone bit for bit (one member per --method name)")
@@ -163,12 +165,14 @@ def main(argv=None) -> int:
             print(f"{k} x {args.method} {how}: {row[how]} ms per run-step", flush=True)
         rows.append(row)
     print(f"{device_name(str(device))}, torch {torch.__version__}, {args.backbone}, "
-          f"{args.size} px, {args.epochs} x {args.steps} steps, stage_ahead={args.stage_ahead}")
+          f"{args.size} px, {args.epochs} x {args.steps} steps, stage_ahead={args.stage_ahead}, "
+          f"precision {args.precision}")
     print(tabulate(rows, headers="keys", tablefmt="github"))
     if args.out:
         write_json(args.out, {"device": device_name(str(device)), "torch": torch.__version__,
                               "backbone": args.backbone, "size": args.size,
                               "epochs": args.epochs, "stage_ahead": args.stage_ahead,
+                              "precision": args.precision,
                               "rows": rows})
     return 0
 
