@@ -319,7 +319,9 @@ step_streams() {
 step_slice() {
     echo "== slice: bench run on a PathMNIST-shaped synthetic set, one epoch, 8 methods x 1 seed (limit ${SLICE_LIMIT}s)"
     # shellcheck disable=SC2086
-    timeout -k 10 "$SLICE_LIMIT" "$PY" "$REPO/benchmarks/e2e_slice.py" --device "$DEVICE" \
+    # PYTHONPATH: a script's folder, not the working one, is on its path (bench/ is here)
+    PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout -k 10 "$SLICE_LIMIT" "$PY" \
+        "$REPO/benchmarks/e2e_slice.py" --device "$DEVICE" \
         --work "$SCRATCH/slice" --out "$OUT_DIR/slice.json" $SLICE_ARGS 2>&1 | tee "$OUT_DIR/slice.log"
     echo "slice exit: ${PIPESTATUS[0]}"
 }
