@@ -1,19 +1,12 @@
 """benchmarks/compare_records.py: run-by-run comparison of two result folders."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
 from bench.core import store
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "compare_records.py"
+from scriptutil import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("compare_records", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("compare_records")
 
 
 def _record(root, method, logits, acc):

@@ -2,23 +2,16 @@
 read by the PathMNIST adapter as the real file is, and its projection is
 bench.speed.cells' arithmetic for 8 one-epoch runs. The GPU check runs it
 (benchmarks/gpu_check.sh, step `slice`)."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from bench.datasets.medmnist import read_npz
 from bench.speed import cells
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "e2e_slice.py"
+from scriptutil import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("e2e_slice", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("e2e_slice")
 
 
 def test_the_synthetic_set_has_pathmnist_npz_format(tmp_path):
