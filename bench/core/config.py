@@ -136,6 +136,13 @@ class TrainConfig:
         "auto", "graph-safe training step: auto (CUDA: one captured CUDA graph per step; "
         "CPU: the per-step path) | true (also on the CPU, uncaptured) | false (per-step path)",
         choices=("auto", "true", "false"), in_hash=False)
+    # The graph-safe step compiled whole by inductor (fullgraph; docs/speed.md
+    # "The compiled step"): fewer kernels, last-bit differences (its update
+    # rounds p - lr*g by inductor's code, not the fused kernel), so speed only.
+    # Off by default everywhere until a GPU measurement shows it faster.
+    compile_step: bool = setting(
+        False, "torch.compile the whole graph-safe step, fullgraph (speed only; needs graph)",
+        in_hash=False)
     # How a fused group (`bench run --fuse`) trains: "vmap" stacks the members
     # into one model (torch.func); "streams" keeps each run its own model and
     # interleaves their steps, on CUDA each on its own stream (bench/train/streams.py:

@@ -118,14 +118,27 @@ def sgd_update(params: list, grads: list, momentum: list, lr: torch.Tensor,
     gradient transposed) is copied to the parameter's layout first."""
     grads = [g if g.stride() == p.stride() else torch.empty_like(p).copy_(g)
              for p, g in zip(params, grads)]
+    grads = _decay_and_momentum(params, grads, momentum, cfg)
+    if torch.compiler.is_compiling():
+        # the fused kernel has no fake kernel (torch.compile cannot trace it);
+        # traced, p - lr * g is inductor's own elementwise code: equal up to
+        # the last bit (docs/speed.md, "The compiled step")
+        for p, g in zip(params, grads):
+            p.sub_(g * lr)
+        return
+    torch._fused_sgd_(params, grads, [], weight_decay=0.0, momentum=0.0, lr=lr, dampening=0.0,
+                      nesterov=False, maximize=False, is_first_step=False)
+
+
+def _decay_and_momentum(params: list, grads: list, momentum: list, cfg: TrainConfig) -> list:
+    """SGD's weight decay and momentum (its per-tensor formulas); -> the step's directions."""
     if cfg.weight_decay:
         grads = torch._foreach_add(grads, params, alpha=cfg.weight_decay)
     if momentum:
         torch._foreach_mul_(momentum, cfg.momentum)
         torch._foreach_add_(momentum, grads, alpha=1.0)
         grads = momentum
-    torch._fused_sgd_(params, grads, [], weight_decay=0.0, momentum=0.0, lr=lr, dampening=0.0,
-                      nesterov=False, maximize=False, is_first_step=False)
+    return grads
 
 
 def single_loss_fn(model, method, cfg: TrainConfig, autocast):
@@ -155,6 +168,8 @@ class GraphRunner:
         self.stages: dict = {}  # batch length -> Stage
         self.graphs: dict = {}  # batch length -> CUDAGraph, or None once capture failed
         self.warm: dict = {}  # batch length -> eager warm-up steps taken
+        if stepper.cfg.compile_step:  # one inductor graph; captured like the eager step
+            self.gs.step = torch.compile(self.gs.step, fullgraph=True)
 
     def run_epoch(self, orders: list, lrs: list, tick, more: bool = False) -> list:
         """Train one epoch; `tick(loss_row)` after each step. Returns the
