@@ -28,3 +28,19 @@ def test_full_mode_strategy_by_device(tmp_path, cuda):
     assert not any("--fuse-max" in c for c in runs.values())
     assert cuda or not any("--fuse" in c for c in runs.values())
     assert all(c.endswith("--no-progress") for c in runs.values())  # the user's flags last
+
+
+def test_the_released_precision_unless_asked(tmp_path):
+    """./run_all.sh keeps PyTorch's default precision (no --set precision) and
+    passes --precision P to every run as --set precision=P."""
+    repo = _stub_repo(tmp_path)
+    python = repo / ".venv" / "bin" / "python"
+    python.write_text("#!/bin/sh\nexit 1\n")
+    python.chmod(0o755)
+    for extra, want in (([], None), (["--precision", "tf32"], "--set precision=tf32")):
+        (repo / "calls.txt").unlink(missing_ok=True)
+        done = subprocess.run(["./run_all.sh", *extra], cwd=repo, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        runs = [c for c in (repo / "calls.txt").read_text().splitlines() if c.startswith("run ")]
+        assert len(runs) == 3
+        assert all((want in c) if want else ("precision" not in c) for c in runs)
