@@ -5,7 +5,7 @@ import argparse
 
 from bench.cli.fields import add_fields
 from bench.cli.typed import options_from
-from bench.sweep.catalog import keys_table, list_registries
+from bench.sweep.catalog import backbone_names, keys_table, list_registries
 from bench.sweep.options import RunOptions
 
 
@@ -14,8 +14,12 @@ def add_parser(sub) -> None:
                         "measures, variants, OOD and conformal scores; --keys: every --set key")
     lp.add_argument("--keys", action="store_true",
                     help="every --set key with its type, default, allowed range and meaning")
-    lp.set_defaults(func=lambda args: print(keys_table() if args.keys else list_registries())
-                    or 0)
+    lp.add_argument("--backbones", metavar="PATTERN",
+                    help="every backbone name matching PATTERN: 'timm', 'tv' (all of that "
+                    "library's models) or a shell pattern such as 'timm:*vit*', 'tv:resnet*'")
+    lp.set_defaults(func=lambda args: print(
+        keys_table() if args.keys else backbone_names(args.backbones) if args.backbones
+        else list_registries()) or 0)
     p = sub.add_parser("run", help="train a grid of methods x datasets x backbones x seeds")
     add_fields(p, RunOptions)  # every flag from its RunOptions field (bench.core.flags)
     p.set_defaults(func=run)

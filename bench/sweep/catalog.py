@@ -10,10 +10,12 @@ report package: `bench list` starts without them (tests/cli/test_startup.py).
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 
 from tabulate import tabulate
 
 from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
+from bench.core.errors import BenchError
 from bench.core.settings import specs
 from bench.train.backbones import BACKBONES
 
@@ -89,3 +91,22 @@ def _profile_text(cfg: TrainConfig) -> str:
     return (f"{cfg.cycles} cycles x {cfg.epochs_per_cycle} epochs, SGD lr {cfg.lr}, "
             f"momentum {cfg.momentum}, batch {cfg.batch_size}"
             + (f"; {', '.join(diff)}" if diff else ""))
+
+
+def backbone_names(pattern: str) -> str:
+    """`bench list --backbones PATTERN`: every backbone name matching a shell
+    pattern, over the registered ones, timm's (timm:<model>) and torchvision's
+    (tv:<model>); 'timm' and 'tv' alone mean every model of that library."""
+    # timm and torchvision on demand: the plain `bench list` must start without them
+    import timm
+    import torchvision
+
+    pattern = {"timm": "timm:*", "tv": "tv:*"}.get(pattern, pattern)
+    names = (BACKBONES.names() + [f"timm:{n}" for n in timm.list_models()]
+             + [f"tv:{n}" for n in torchvision.models.list_models(module=torchvision.models)])
+    hits = fnmatch.filter(names, pattern)
+    if not hits:
+        raise BenchError(f"--backbones {pattern}: no backbone matches; try 'timm', 'tv' or a "
+                         "pattern such as 'timm:*vit*'")
+    return "\n".join(hits)
+

@@ -294,6 +294,49 @@ def _resolve_timm(name: str):
 
 BACKBONES.add_resolver(_resolve_timm)
 
+TV_PREFIX = "tv:"
+# the attributes torchvision's classifiers hang on (ResNet fc; EfficientNet,
+# MobileNet, VGG, DenseNet, ConvNeXt classifier; Swin head; ViT heads)
+TV_CLASSIFIERS = ("fc", "classifier", "head", "heads")
+
+
+def _tv_any(image_size: int, pretrained: bool = False, weights=None, drop_path: float = -1.0,
+            model_name: str = "", **_) -> Backbone:
+    """Any torchvision classifier: its builder with no weights, the last Linear
+    of its classifier replaced by Identity (what comes before it, e.g. VGG's
+    hidden layers or ConvNeXt's norm, stays), the heads new on its in_features."""
+    # torchvision and torch on demand: `bench list` imports this module (the BACKBONES registry)
+    import torchvision
+    from bench.train.nets import drop_last_linear, max_drop_path, scale_drop_path
+    from bench.train.weights import load_into, resolve_weights
+
+    model = torchvision.models.get_model(model_name, weights=None)
+    if drop_path >= 0:
+        scale_drop_path(model, drop_path)
+    dim = drop_last_linear(model, TV_CLASSIFIERS, f"tv:{model_name}")
+    if pretrained and weights is None:
+        weights = resolve_weights(TV_PREFIX + model_name, pretrained=True, impl="torchvision")
+    if weights is not None:
+        load_into(model, weights, f"torchvision {model_name}")
+    return Backbone(model, dim, weights=weights.label if weights else "random",
+                    impl="torchvision", drop_path=max_drop_path(model))
+
+
+def _resolve_tv(name: str):
+    """'tv:<model>' -> any classifier torchvision.models lists (built offline,
+    random init; weights from --weights or the torch hub cache)."""
+    if not name.startswith(TV_PREFIX):
+        return None
+    # torchvision on demand: `bench list` imports this module (the BACKBONES registry)
+    import torchvision
+
+    model = name.removeprefix(TV_PREFIX)
+    known = torchvision.models.list_models(module=torchvision.models)
+    return (_tv_any, {"model_name": model}) if model in known else None
+
+
+BACKBONES.add_resolver(_resolve_tv)
+
 NO_IMAGENET_WEIGHTS = ("smallcnn",)  # registered backbones without published weights
 
 
@@ -303,6 +346,8 @@ def has_imagenet_weights(name: str) -> bool:
     name = canonical_backbone(name)
     if name in NO_IMAGENET_WEIGHTS:
         return False
+    if name.startswith(TV_PREFIX):
+        return True  # every classifier torchvision.models lists has ImageNet weights
     if name.startswith(TIMM_PREFIX):
         # timm on demand: `bench list` imports this module (the BACKBONES registry)
         import timm

@@ -12,6 +12,8 @@ from torch import nn
 from torchvision.models.convnext import LayerNorm2d
 from torchvision.ops import StochasticDepth
 
+from bench.core.errors import BenchError
+
 
 class MultiHeadNet(nn.Module):
     """M classifier heads on shared features; forward returns [B, M, K]."""
@@ -118,6 +120,27 @@ def drop_classifier(model: nn.Module, attr: str):
     norm, linear = old[0], old[-1]
     return linear.in_features, lambda: nn.Sequential(
         LayerNorm2d(linear.in_features, eps=norm.eps), nn.Flatten(1))
+
+
+def drop_last_linear(model: nn.Module, attrs: tuple, name: str) -> int:
+    """Replace the last nn.Linear under the first of `attrs` that `model` has
+    by Identity; returns its in_features (the heads' input). One-line error
+    for a model whose classifier is no Linear (SqueezeNet's is a convolution)."""
+    for attr in attrs:
+        holder = getattr(model, attr, None)
+        if not isinstance(holder, nn.Module):
+            continue
+        if isinstance(holder, nn.Linear):
+            setattr(model, attr, nn.Identity())
+            return holder.in_features
+        found = [(n, m) for n, m in holder.named_modules() if isinstance(m, nn.Linear)]
+        if found:
+            path, linear = found[-1]
+            parent = holder.get_submodule(path.rpartition(".")[0]) if "." in path else holder
+            setattr(parent, path.rpartition(".")[2], nn.Identity())
+            return linear.in_features
+    raise BenchError(f"backbone '{name}': no Linear classifier under {', '.join(attrs)} to "
+                     "replace by the heads; choose a model whose classifier is a Linear layer")
 
 
 class RowDropPath(nn.Module):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torchvision.models import get_weight
+from torchvision.models import get_model_weights, get_weight
 
 from bench.core.errors import BenchError
 
@@ -89,7 +89,15 @@ def imagenet_tag(backbone: str, impl: str, rule: str, heads: int) -> str:
         return f"{TORCHVISION_ENUMS[backbone]}.IMAGENET1K_{'V2' if v2 else 'V1'}"
     if backbone == "smallcnn":
         return ""
+    if backbone.startswith("tv:"):
+        return tv_tag(backbone)
     return f"timm/{timm_name(backbone)}"
+
+
+def tv_tag(backbone: str) -> str:
+    """A 'tv:<model>' backbone's ImageNet weights: torchvision's DEFAULT tag."""
+    enum = get_model_weights(backbone.removeprefix("tv:"))
+    return f"{enum.__name__}.{enum.DEFAULT.name}"
 
 
 def _torchvision_file(tag: str, download: bool) -> tuple[str, str] | None:
@@ -157,7 +165,7 @@ def resolve_weights(backbone: str, pretrained: bool = False, weights: str | None
         return WeightsSpec(str(path), label)
     if not pretrained:
         return None
-    if impl == "torchvision" and backbone in TORCHVISION_ENUMS:
+    if impl == "torchvision" and backbone in TORCHVISION_ENUMS or backbone.startswith("tv:"):
         tag = tag or imagenet_tag(backbone, impl, "same", 1)
         hit = _torchvision_file(tag, download)
         if hit is None and missing_ok:
