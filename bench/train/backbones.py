@@ -267,7 +267,15 @@ def swin_tiny(image_size: int, pretrained: bool = False, weights=None,
 
 def _timm_any(image_size: int, pretrained: bool = False, weights=None, drop_path: float = -1.0,
               model_name: str = "", **_) -> Backbone:
-    return timm_backbone(model_name, image_size, pretrained, weights, drop_path)
+    # timm on demand: `bench list` imports this module (the BACKBONES registry)
+    import timm
+
+    # a model built for one input size (ViTs: fixed_input_size) is built for
+    # the run's: img_size = image size (its position table sized to it)
+    cfg = timm.models.get_pretrained_cfg(model_name.partition(".")[0])
+    fixed = {"img_size": image_size} if cfg is not None and cfg.fixed_input_size and image_size \
+        else {}
+    return timm_backbone(model_name, image_size, pretrained, weights, drop_path, **fixed)
 
 
 TIMM_PREFIX = "timm:"

@@ -53,3 +53,11 @@ def test_list_backbones_by_pattern(capsys):
     assert capsys.readouterr().out.split() == ["timm:resnet10t"]
     assert main(["list", "--backbones", "nothing*"]) == 2
     assert "no backbone matches" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_timm_vit_is_built_at_the_run_size():
+    """A fixed-size timm model (ViT) gets img_size = the run's image size."""
+    model, bb = build_model("timm:test_vit", 32, 2, 5)
+    assert model(torch.randn(2, 3, 32, 32)).shape == (2, 2, 5)
+    assert bb.features.patch_embed.img_size == (32, 32)
