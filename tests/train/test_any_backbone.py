@@ -61,3 +61,29 @@ def test_timm_vit_is_built_at_the_run_size():
     model, bb = build_model("timm:test_vit", 32, 2, 5)
     assert model(torch.randn(2, 3, 32, 32)).shape == (2, 2, 5)
     assert bb.features.patch_embed.img_size == (32, 32)
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("backbone", ["tv:mobilenet_v3_small", "timm:test_efficientnet"])
+@pytest.mark.parametrize("name", ["sl1h", "2hml", "mcdropout", "batchensemble"])
+def test_one_tiny_epoch_per_model_building_path(tiny, backbone, name):
+    """One head, M heads, MC-Dropout's head and BatchEnsemble, each trained one
+    tiny epoch: finite logits of the method's head count on the test split."""
+    import dataclasses
+
+    import numpy as np
+
+    from bench.core.config import PROFILES
+    from bench.methods import create_method
+    from bench.train.backbones import model_arch
+    from bench.train.loop import train
+
+    cfg = dataclasses.replace(PROFILES["quick"], cycles=1, epochs_per_cycle=1)
+    method = create_method(name)
+    method.setup(tiny.num_classes, 0)
+    torch.manual_seed(0)
+    model, _ = build_model(backbone, tiny.image_size, method.heads, tiny.num_classes,
+                           arch=model_arch(method))
+    out = train(model, method, cfg, tiny, 0, progress=False)
+    assert out.test_logits.shape == (len(tiny.test), method.heads, tiny.num_classes)
+    assert np.isfinite(out.test_logits).all()
