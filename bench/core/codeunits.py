@@ -47,7 +47,8 @@ DIGEST_CHARS = 16
 # otherwise retrain every record of every method).
 SHARED = ("bench.methods.base", "bench.train.loop", "bench.train.graphstep",
           "bench.train.maskaug", "bench.train.augment", "bench.train.protocol",
-          "bench.train.fused", "bench.core.schedule", "bench.train.nets:vmap_safe")
+          "bench.train.fused", "bench.core.schedule", "bench.train.nets:vmap_safe",
+          "bench.train.staging", "bench.train.streams")
 NOT_RUN = {"annotation", "returns", "type_comment", "ctx"}  # fields that never change a number
 
 

@@ -157,3 +157,14 @@ def test_every_built_in_method_declares_units_that_exist():
         units = codeunits.record_units(method)  # a unit that is not there: BenchError
         assert type(method).__module__ in units and set(codeunits.SHARED) <= set(units)
         assert set(method.code) <= set(units)
+
+
+def test_the_shipped_shared_code_is_at_an_accepted_version():
+    """An edit to shared training code in this repository is a decision, not a
+    surprise: it is accepted as equal (codepins.json's `same`, when it changes no
+    number) or pinned anew. Otherwise the first records it trains would be
+    reported as mixed code versions against every earlier one."""
+    pins = codeunits.load_pins()
+    moved = [u for u in codeunits.SHARED
+             if codeunits.canonical(pins, u, codeunits.unit_digest(u)) != pins["baseline"].get(u)]
+    assert moved == [], f"shared units edited without a pin: {moved} (docs/design-notes.md, Code identity)"
