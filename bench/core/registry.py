@@ -99,6 +99,21 @@ class Registry:
 ALL = "all"
 
 
+def _group_labels(aliases: dict, valid: list[str]) -> list[str]:
+    """Each group's name, with its members where some are not listed on their
+    own ('extra (mdca, ...)'): an error must name every method one can ask for."""
+    return [f"{group} ({', '.join(names)})" if set(names) - set(valid) else group
+            for group, names in aliases.items()]
+
+
+def _unlisted(registry, valid: list[str], aliases: dict) -> list[str]:
+    """Registered names in neither `valid` nor a group (the `mhml` family, asked
+    for by name with --set heads=M): named too."""
+    grouped = {n for names in aliases.values() for n in names}
+    return [n for n in (registry.names() if registry is not None else [])
+            if n not in valid and n not in grouped]
+
+
 def expand_names(text: str, valid: list[str], kind: str, registry=None,
                  aliases: dict | None = None) -> list[str]:
     """'all' -> every valid name; 'a,b' -> [a, b] (order kept, duplicates dropped).
@@ -115,7 +130,8 @@ def expand_names(text: str, valid: list[str], kind: str, registry=None,
         for name in names:
             known = name in valid or (registry is not None and name in registry)
             if not known:
-                raise choices_error(kind, name, list(valid) + list(aliases))
+                raise choices_error(kind, name, list(valid) + _group_labels(aliases, valid)
+                                    + _unlisted(registry, valid, aliases))
             if name not in out:
                 out.append(name)
     return out

@@ -63,3 +63,18 @@ def test_argparse_errors_are_one_line_with_exit_2(argv, message, capsys):
     assert exit_.value.code == 2
     assert message in err and "--help" in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_unknown_method_names_every_registered_method_grouped(capsys, tmp_path):
+    """Every name the registry holds can be read off the error, the group
+    members beside their group ('extra (mdca, ...)'), on one line."""
+    from bench.methods import METHODS, METHOD_GROUPS
+
+    code = main(["run", "--results", str(tmp_path), "--method", "nope"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    named = {w.strip("(),;") for w in err.split("choose from:")[1].split()}
+    missing = [m for m in METHODS.names() if m not in named]
+    assert missing == []
+    for group, members in METHOD_GROUPS.items():
+        assert f"{group} ({', '.join(members)})" in err
