@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
 def evaluate(args) -> int:
     # start-up: `bench --help` builds this module's parser; the evaluation code
     # (torch) only when `bench eval` runs
-    from bench.sweep.evalrun import evaluate_results, failed, summary_text
+    from bench.sweep.evalrun import evaluate_results, failed, nothing_evaluated, summary_text
 
     opts = options_from(EvalOptions, args)
     rows = evaluate_results(opts, progress=not opts.no_progress)
@@ -29,4 +29,7 @@ def evaluate(args) -> int:
     bad = failed(rows)
     for r in bad:  # the table may scroll away or go to a file: each reason on stderr too
         print(f"bench eval: {r.record} {r.set}: {r.status}: {r.why}", file=sys.stderr)
-    return 1 if bad else 0
+    idle = nothing_evaluated(rows)
+    if idle:  # a script must not read "nothing happened" as success
+        print(f"bench eval: {idle}", file=sys.stderr)
+    return 1 if bad or idle else 0

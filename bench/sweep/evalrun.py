@@ -119,6 +119,17 @@ def summary_text(rows: list[EvalRow]) -> str:
         f"{len({r.record for r in rows})} record(s): {tail}"
 
 
+def nothing_evaluated(rows: list[EvalRow]) -> str:
+    """'' when some set was evaluated or already stored; else the one line that
+    says why none was (no record matched, or none kept its weights)."""
+    if any(r.status in (EVALUATED, STORED) for r in rows):
+        return ""
+    if not rows:
+        return "nothing to evaluate: no complete record matched the filters"
+    return (f"nothing to evaluate: none of {len({r.record for r in rows})} record(s) could be "
+            "(train with --keep-weights to evaluate extra sets later)")
+
+
 def failed(rows: list[EvalRow]) -> list[EvalRow]:
     """The rows of sets that could not be evaluated (a damaged record, a failure)."""
     return [r for r in rows if r.status in (DAMAGED, FAILED)]

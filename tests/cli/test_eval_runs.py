@@ -253,3 +253,13 @@ def test_api_evaluate_takes_the_field_names(kept, tmp_path):
     assert Record(rec.path, results).eval_set("ood-fourth")["logits"].shape == (4, 2, 10)
     with pytest.raises(Exception, match="unknown option nope"):
         bench.api.evaluate(str(results), evals="shift", nope=1)
+
+
+def test_bench_eval_with_nothing_to_evaluate_exits_1_in_one_line(tmp_path, capsys):
+    """An empty results folder: the summary, then one stderr line, status 1 (not
+    0: a script must not take 'nothing happened' for success)."""
+    assert main(["eval", "--results", str(tmp_path), "--eval", "ood:digits", "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert "0 record(s)" in captured.out
+    assert captured.err.strip().splitlines() == [
+        "bench eval: nothing to evaluate: no complete record matched the filters"]

@@ -2,8 +2,8 @@
 record and set with its rate, then the count of each status."""
 from __future__ import annotations
 
-from bench.sweep.evalrun import (DAMAGED, EVALUATED, FAILED, SKIPPED, EvalRow, failed,
-                                 summary_text)
+from bench.sweep.evalrun import (DAMAGED, EVALUATED, FAILED, SKIPPED, STORED, EvalRow, failed,
+                                 nothing_evaluated, summary_text)
 
 ROWS = [EvalRow("a/s0", "shift", EVALUATED, 300, 2.0),
         EvalRow("a/s0", "ood-x", EVALUATED, 50, 0.25),
@@ -31,3 +31,13 @@ def test_no_row_is_one_line():
 def test_failed_rows_are_the_damaged_and_failed_ones():
     rows = ROWS + [EvalRow("a/s3", "shift", FAILED, why="no model")]
     assert failed(rows) == [ROWS[2], rows[-1]]
+
+
+def test_nothing_evaluated_is_said_only_when_no_set_was_evaluated_or_stored():
+    assert nothing_evaluated(ROWS) == ""  # two sets evaluated
+    assert nothing_evaluated([EvalRow("a/s0", "shift", STORED)]) == ""  # already there
+    assert "no complete record matched" in nothing_evaluated([])
+    bare = [EvalRow("a/s2", "shift", SKIPPED), EvalRow("a/s2", "ood-x", SKIPPED),
+            EvalRow("a/s3", "shift", DAMAGED)]
+    line = nothing_evaluated(bare)
+    assert "none of 2 record(s)" in line and "--keep-weights" in line
