@@ -66,7 +66,10 @@ def cases() -> dict:
     then fused groups: the one-head methods mixed, 2hsl+2hml, 4hml x3."""
     names = every_method()
     out = {n: (n,) for n in names}
-    one = tuple(n for n in names if create_method(n).heads == 1)
+    # as bench.train.groups stacks them: one head and one batch of images a step
+    # (RankMixup feeds clean and mixed images, 2B, and fuses only with its like)
+    one = tuple(n for n in names if create_method(n).heads == 1
+                and getattr(create_method(n), "batch_multiple", 1) == 1)
     out[f"fused {len(one)} one-head"] = one
     out["fused 2hsl+2hml"] = ("2hsl", "2hml")
     out["fused 4hml x3"] = ("4hml",) * 3

@@ -20,7 +20,7 @@ PAPER = {
     "drop_path": -1.0, "drop_last": True, "checkpoint_score": "released",
     "deterministic": False,
     "eval_batch_size": 256, "augment_mode": "batched", "bf16": False, "channels_last": False,
-    "compile": False, "compile_mode": "default", "graph": "auto", "fuse_as": "auto",
+    "compile": False, "compile_mode": "default", "compile_step": False, "graph": "auto", "fuse_as": "auto",
     "stage_ahead": "auto", "cudnn_benchmark": True, "precision": "released",
 }
 
@@ -191,8 +191,8 @@ def test_apply_overrides_types_ranges_and_unknown_keys():
 def test_result_fields_leave_out_exactly_the_speed_switches():
     got = C.result_fields(C.PROFILES["paper"])
     assert set(PAPER) - set(got) == {"eval_batch_size", "channels_last", "compile",
-                                     "compile_mode", "cudnn_benchmark", "deterministic",
-                                     "graph", "fuse_as", "stage_ahead", "precision"}  # precision: at its legacy value
+                                     "compile_mode", "compile_step", "cudnn_benchmark",
+                                     "deterministic", "graph", "fuse_as", "stage_ahead", "precision"}  # precision: at its legacy value
     assert all(got[k] == PAPER[k] for k in got)
 
 
