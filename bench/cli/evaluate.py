@@ -29,7 +29,7 @@ def evaluate(args) -> int:
     bad = failed(rows)
     for r in bad:  # the table may scroll away or go to a file: each reason on stderr too
         print(f"bench eval: {r.record} {r.set}: {r.status}: {r.why}", file=sys.stderr)
-    idle = nothing_evaluated(rows)
+    idle = "" if bad else nothing_evaluated(rows)  # a bad row's line already says why
     if idle:  # a script must not read "nothing happened" as success
         print(f"bench eval: {idle}", file=sys.stderr)
     return 1 if bad or idle else 0

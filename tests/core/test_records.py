@@ -106,14 +106,18 @@ def test_sigkill_mid_run_then_rerun_trains_only_missing(tmp_path, capsys):
     args = ["run", "--seeds", "3", "--results", str(tmp_path), *TINY, "--set",
             "epochs_per_cycle=3", "--set", "image_size=8", "--set", "batch_size=64"]
     proc = subprocess.Popen([sys.executable, "-m", "bench.cli.main", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     seed0 = wait_for(lambda: seed_dirs(tmp_path).get("seed0"), timeout=600)
     seed1 = seed0.parent / "seed1"
     # seed 1's first heartbeat is written at its first optimiser step (of 48)
     wait_for(lambda: runstate.read_progress(seed1), timeout=600, every=0.01)
-    os.kill(proc.pid, signal.SIGKILL)
+    # the sweep and its worker die at once, as in a crash or an OOM kill: killed
+    # alone, the sweep left the worker a moment (it polls the sweep's pid) in
+    # which seed 1's last steps could finish on an idle machine
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    # the worker watches the sweep's pid and dies with it; its lock is then stale
+    # the worker's lock is then stale
     wait_for(lambda: runstate.live_holder(seed1) is None, timeout=30)
     done = {n for n, p in seed_dirs(tmp_path).items() if store.is_complete(p)}
     assert done == {"seed0"}, "only the finished seed may look complete"
