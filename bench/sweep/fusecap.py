@@ -36,7 +36,10 @@ def spec_shape(spec) -> RunShape:
     method = create_method(spec.method, dict(spec.method_overrides))
     t = spec.train
     size = spec.sizes[1] if spec.sizes else (t.image_size or 224)  # unknown: the larger size
-    return RunShape(spec.backbone, size, method.heads, t.batch_size, t.eval_batch_size,
+    # a method that feeds more images a step than the batch (RankMixup: clean and
+    # mixed, 2B) keeps that many activations
+    batch = t.batch_size * getattr(method, "batch_multiple", 1)
+    return RunShape(spec.backbone, size, method.heads, batch, t.eval_batch_size,
                     t.backbone_impl, model_arch(method))
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from bench.core import store
 from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides, convert,
-                               field_types, get_profile, parse_data_opts)
+                               field_types, get_profile)
 from bench.core.device import check_device
 from bench.core.errors import BenchError, choices_error
 from bench.core.evalfiles import parse_all

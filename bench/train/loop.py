@@ -64,7 +64,6 @@ class TrainResult:
     state: dict | None = None  # the selected checkpoint's state dict (--keep-weights, --eval)
 
 
-# ---------------------------------------------------------------- schedule --
 # -------------------------------------------------------------------- data --
 def to_device_images(images: np.ndarray, device: torch.device) -> torch.Tensor:
     """uint8 [N, H, W, 3] numpy -> uint8 [N, 3, H, W] tensor on the device."""

@@ -3,7 +3,6 @@ and CUDA_DEVICE_MAX_CONNECTIONS for streams groups, with injected figures."""
 import os
 from types import SimpleNamespace
 
-import pytest
 import torch
 
 from bench.core.config import TrainConfig
@@ -38,8 +37,8 @@ def test_counted_on_the_meta_device_matches_a_real_model():
     assert 3.5 * acts < acts32 <= 4 * acts  # convolutions scale with px^2, heads do not
 
 
-def _specs(n, size=224, backbone="resnet50"):
-    return [SimpleNamespace(dataset="kvasir", backbone=backbone, method="sl1h",
+def _specs(n, size=224, backbone="resnet50", method="sl1h"):
+    return [SimpleNamespace(dataset="kvasir", backbone=backbone, method=method,
                             method_overrides=(), train=TrainConfig(), sizes=(size, size, size),
                             chash="abc", results="r", device=None, seed=s) for s in range(n)]
 
@@ -75,6 +74,8 @@ def test_a_specs_shape():
     shape = spec_shape(_specs(1, 150, "swin_tiny")[0])
     assert (shape.backbone, shape.size, shape.heads, shape.batch, shape.eval_batch) == \
         ("swin_tiny", 150, 1, 8, 256)
+    # RankMixup's step forwards clean and mixed images: 16 at batch 8
+    assert spec_shape(_specs(1, 28, method="rankmixup")[0]).batch == 16
 
 
 def test_connections_raised_only_where_unset_and_before_cuda_starts():
