@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 import torch
+from torch._dynamo.utils import counters
 
 from bench.core.config import PROFILES
 from bench.speed import capture
@@ -35,14 +36,19 @@ def test_compiled_step_matches_the_eager_step():
     start = _params(eager[0])
     assert all(torch.equal(a, b) for a, b in zip(start, _params(compiled[0])))
     lr = eager[2].bufs["lr"][0]
-    after = []
+    after, graphs = [], []
     for runner, n, stage in (eager, compiled):
+        before = counters["stats"]["unique_graphs"]
         steps = []
         for i in range(STEPS):
             torch.manual_seed(100 + i)  # the same dropout draws for both
             runner.step(n, stage)
             steps.append(_params(runner))
         after.append(steps)
+        graphs.append(counters["stats"]["unique_graphs"] - before)
+    # the switch really compiles: dynamo traced a graph for the compiled runner
+    # only (without this, eager against eager would pass every check below)
+    assert graphs[0] == 0 and graphs[1] >= 1
     loss_e, loss_c = eager[2].losses[0], compiled[2].losses[0]
     assert torch.allclose(loss_c, loss_e, rtol=1e-4, atol=0)
     # first step, plain SGD (quick profile: no momentum, no decay): grad = (p0 - p1) / lr
