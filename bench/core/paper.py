@@ -32,6 +32,8 @@ METHOD_SOURCES = {
             "Smoothing for Network Calibration, ICCV 2023",
     "rankmixup": "Noh, Park, Lee and Ham, RankMixup: Ranking-Based Mixup Training for "
                  "Network Calibration, ICCV 2023",
+    "mimo": "Havasi, Jenatton, Fort, Liu, Snoek, Lakshminarayanan, Dai and Tran, Training "
+            "independent subnetworks for robust prediction, ICLR 2021",
 }
 
 # The deep ensemble (D-Ens): a row of its own, built from the seeds of one

@@ -8,6 +8,7 @@ any timm model is a backbone as `timm/<name>`.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -58,8 +59,9 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int, *,
     """The model: `heads` linear heads on the backbone's features, or the
     method's `arch` (Method.arch): ("mcdropout", p) one linear head after
     dropout p, run `heads` times (MC-Dropout's passes; also `mc_dropout` = p),
-    ("batchensemble", M) and ("packed", M, alpha, gamma[, gamma rule]) the
-    efficient ensembles of bench.train.ensembles, `heads` = M members."""
+    ("batchensemble", M), ("packed", M, alpha, gamma[, gamma rule]) and
+    ("mimo", M) the efficient ensembles of bench.train.ensembles, `heads` = M
+    members."""
     bb = create_backbone(backbone, image_size, pretrained, weights, impl, drop_path)
     if image_size < bb.min_size:
         raise BenchError(f"backbone '{backbone}' needs images of at least {bb.min_size} px, "
@@ -71,15 +73,18 @@ def build_model(backbone: str, image_size: int, heads: int, num_classes: int, *,
     kind = arch[0] if arch else ("mcdropout" if mc_dropout > 0 else "")
     if kind == "mcdropout":
         return MCDropoutNet(bb, heads, num_classes, arch[1] if arch else mc_dropout), bb
-    if kind in ("batchensemble", "packed"):
+    if kind in ("batchensemble", "packed", "mimo"):
         # torch on demand: `bench list` imports this module (the BACKBONES registry)
-        from bench.train.ensembles import BatchEnsembleNet, PackedNet
+        from bench.train.ensembles import BatchEnsembleNet, MIMONet, PackedNet
 
         if kind == "batchensemble":
             return BatchEnsembleNet(bb, arch[1], num_classes), bb
+        if kind == "mimo":
+            return MIMONet(bb, arch[1], num_classes, backbone), bb
         return PackedNet(bb, arch[1], num_classes, *arch[2:]), bb
     if kind:
-        raise BenchError(f"unknown model arch {kind!r} (known: mcdropout, batchensemble, packed)")
+        raise BenchError(f"unknown model arch {kind!r} "
+                         "(known: mcdropout, batchensemble, packed, mimo)")
     return MultiHeadNet(bb, heads, num_classes), bb
 
 
@@ -99,6 +104,8 @@ PACKED_BACKBONES = ("smallcnn", "resnet18", "resnet50")
 def check_arch(backbone: str, arch: tuple, pretrained: bool) -> None:
     """One-line BenchError, before anything trains, for an arch this backbone
     cannot be built as (the build itself refuses too, naming the layer)."""
+    if arch and arch[0] == "mimo":
+        check_mimo_stem(canonical_backbone(backbone))
     if not arch or arch[0] != "packed":
         return
 
@@ -108,6 +115,22 @@ def check_arch(backbone: str, arch: tuple, pretrained: bool) -> None:
     if pretrained:
         raise BenchError("packed: its widths differ from any pretrained checkpoint's, so it "
                          "trains from scratch; add --no-pretrained (and no --weights)")
+
+
+@functools.lru_cache(maxsize=64)
+def check_mimo_stem(backbone: str) -> None:
+    """MIMO widens the convolution that reads the image (bench.train.ensembles.
+    widen_stem): the registered backbones all have one; a timm: / tv: model is
+    built once (random weights, the global RNG left as it was) to find it."""
+    if not backbone.startswith((TIMM_PREFIX, TV_PREFIX)):
+        return
+    # torch on demand: `bench list` imports this module (the BACKBONES registry)
+    import torch
+    from bench.train.ensembles import checked_stem
+
+    with torch.random.fork_rng(devices=[]):
+        bb = create_backbone(backbone, 224)
+    checked_stem(bb.features, backbone)
 
 
 # What size each backbone takes (SIZE_RULES, fit_size) lives in bench.core.sizes,

@@ -1,6 +1,7 @@
 """Efficient ensembles whose members are stored as heads [B, M, K]:
-BatchEnsemble (Wen, Tran and Ba, ICLR 2020) and Packed-Ensembles (Laurent
-et al., ICLR 2023), each built from a registered backbone's modules.
+BatchEnsemble (Wen, Tran and Ba, ICLR 2020), Packed-Ensembles (Laurent
+et al., ICLR 2023) and MIMO (Havasi et al., ICLR 2021), each built from a
+registered backbone's modules.
 
 Written here rather than taken from TorchUncertainty (docs/design-notes.md,
 "Efficient ensembles": its package imports Lightning on `import`); each
@@ -12,6 +13,7 @@ import torch
 from torch import nn
 
 from bench.core.errors import BenchError
+from bench.train.nets import MultiHeadNet
 
 # torchvision's Swin attention reads its qkv / proj weights as tensors
 # (F.linear inside shifted_window_attention), never calling the modules: a
@@ -182,3 +184,63 @@ class PackedNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         f = self.backbone(x).flatten(1)  # [B, alpha * D], member-major channels
         return self.head(f.unsqueeze(-1)).view(-1, self.heads, self.num_classes)
+
+
+# --------------------------------------------------------------------- MIMO --
+def stem_conv(module: nn.Module, channels: int = 3) -> nn.Conv2d | None:
+    """The convolution that reads the image: the one Conv2d (or subclass, e.g.
+    timm's StdConv2d) of `module` taking `channels` input channels, ungrouped;
+    None when there is none (a space-to-depth or linear stem) or several."""
+    found = {id(m): m for m in module.modules()
+             if isinstance(m, nn.Conv2d) and m.in_channels == channels}
+    convs = list(found.values())
+    return convs[0] if len(convs) == 1 and convs[0].groups == 1 else None
+
+
+def checked_stem(module: nn.Module, name: str) -> nn.Conv2d:
+    """stem_conv, or MIMO's one-line refusal of backbone `name`."""
+    conv = stem_conv(module)
+    if conv is None:
+        raise BenchError(f"mimo: backbone '{name}' has no single ungrouped convolution reading "
+                         "the 3 image channels to widen to M images; choose a backbone with a "
+                         "convolutional stem")
+    return conv
+
+
+def widen_stem(module: nn.Module, members: int, pretrained: bool, name: str) -> int:
+    """Widen the stem in place to read M images concatenated along channels
+    (member-major: member m's channels are m*C .. m*C + C - 1); returns C.
+    Pretrained: every member's slice is the stem's weight / M, so M copies of
+    one image give exactly the pretrained stem's output. Random: He-normal
+    over the widened fan-in (std sqrt(2 / (M C k h k w))), the initialiser of
+    the authors' widened first convolution (uncertainty-baselines' MIMO
+    networks: Keras he_normal)."""
+    conv = checked_stem(module, name)
+    w = conv.weight.detach()
+    if pretrained:
+        wide = w.repeat(1, members, 1, 1) / members
+    else:
+        wide = torch.empty(w.shape[0], w.shape[1] * members, *w.shape[2:], dtype=w.dtype)
+        nn.init.kaiming_normal_(wide, mode="fan_in", nonlinearity="relu")
+    conv.weight = nn.Parameter(wide)
+    conv.in_channels = wide.shape[1]
+    return w.shape[1]
+
+
+class MIMONet(MultiHeadNet):
+    """MIMO (Havasi et al., ICLR 2021): the backbone with its stem widened to
+    M images and M linear heads, head m classifying image m. An input of C
+    channels (evaluation: one image) is tiled M times along channels, so
+    every member sees it; an input of M * C channels (training:
+    bench.methods.mimo's staged batch) goes in as it is. forward returns
+    [B, M, K]; its state dict is the multi-head model's, stem widened."""
+
+    def __init__(self, backbone, members: int, num_classes: int, name: str = "backbone"):
+        channels = widen_stem(backbone.features, members, backbone.weights != "random", name)
+        super().__init__(backbone, members, num_classes)
+        self.channels = channels
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] == self.channels:
+            x = x.repeat(1, self.heads, 1, 1)
+        return super().forward(x)

@@ -43,6 +43,7 @@ BOUNDS = {
     ("rankmixup", "rm_alpha"): AT_LEAST_0,
     ("rankmixup", "rm_margin"): AT_LEAST_0,
     ("rankmixup", "rm_mix_alpha"): AT_LEAST_0,
+    ("mimo", "mimo_rho"): UNIT,  # a fraction of a step's rows
 }
 
 
