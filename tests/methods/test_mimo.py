@@ -158,3 +158,23 @@ def test_a_backbone_without_a_stem_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "mimo: backbone 'timm:tresnet_m'" in err
     assert not results.exists()
+
+
+def test_a_killed_run_resumes_bit_for_bit(tiny, tmp_path):
+    """The pairing draws come from the run's saved generators: a run killed
+    after its first cycle ends with the uninterrupted run's record."""
+    from bench.train.experiment import make_experiment, run_seed
+    from tests.train.test_resume import Killed, _killer, _same_record
+
+    def method():
+        return create_method("mimo", {"mimo_rho": "0.5"})
+
+    cfg = dataclasses.replace(PROFILES["quick"], cycles=2, epochs_per_cycle=1, momentum=0.9)
+    exp = make_experiment(tiny, "smallcnn", method(), cfg)
+    per_cycle = len(tiny.train) // exp.train.batch_size
+    _, whole = run_seed(exp, tiny, method(), 0, tmp_path / "whole", progress=False)
+    with pytest.raises(Killed):
+        run_seed(exp, tiny, method(), 0, tmp_path / "cut", progress=False,
+                 on_step=_killer(per_cycle + 1, []))
+    _, resumed = run_seed(exp, tiny, method(), 0, tmp_path / "cut", progress=False)
+    _same_record(resumed, whole)
