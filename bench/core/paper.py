@@ -34,6 +34,10 @@ METHOD_SOURCES = {
                  "Network Calibration, ICCV 2023",
     "mimo": "Havasi, Jenatton, Fort, Liu, Snoek, Lakshminarayanan, Dai and Tran, Training "
             "independent subnetworks for robust prediction, ICLR 2021",
+    "adafocal": "Ghosh, Schaaf and Gormley, AdaFocal: Calibration-aware Adaptive Focal "
+                "Loss, NeurIPS 2022",
+    "cals": "Liu, Rony, Galdran, Dolz and Ben Ayed, Class Adaptive Network Calibration, "
+            "CVPR 2023",
 }
 
 # The deep ensemble (D-Ens): a row of its own, built from the seeds of one

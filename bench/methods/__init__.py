@@ -5,7 +5,7 @@ What it may import: the README's "Layout" table (tests/test_layout.py enforces i
 from .base import METHODS, Method, create_method, legacy_filled, method_params  # noqa: F401
 from . import sl1h, ls, mbls, mixup, dca, mhml, focal  # noqa: F401
 from . import mdca, brier, mmce, mcdropout, batchensemble, packed  # noqa: F401
-from . import dualfocal, acls, rankmixup, mimo  # noqa: F401
+from . import dualfocal, acls, rankmixup, mimo, adafocal, cals  # noqa: F401
 from bench.core.paper import EXTRA_BASELINES, PAPER_METHODS
 
 # `--method all`, in the paper's table order, then the released code's extra
@@ -21,7 +21,7 @@ PAPER_ORDER = PAPER_METHODS + EXTRA_BASELINES
 EXTRA = ("mdca", "flmdca", "lsmdca", "brier", "mmce", "mcdropout", "batchensemble", "packed")
 # `--method recent`: the calibration losses of 2022-2024 (issue 49;
 # docs/methods.md, "Recent calibration losses"), kept out of `all` likewise.
-RECENT = ("dualfocal", "acls", "rankmixup", "mimo")
+RECENT = ("dualfocal", "acls", "rankmixup", "mimo", "adafocal", "cals")
 METHOD_GROUPS = {"extra": EXTRA, "recent": RECENT}
 
 

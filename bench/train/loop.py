@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from bench.train import adapt
 from bench.train.augment import augment_batch
 from bench.core.config import TrainConfig, validate
 from bench.core.schedule import cosine_lr, steps_per_epoch
@@ -279,10 +280,12 @@ def loop_steps(stepper, cfg: TrainConfig, data, progress: bool = True, on_step=N
     best, aucs = [(-math.inf, None)] * stepper.size, [[] for _ in range(stepper.size)]
     start, step, seen, seconds = 0, 0, 0, 0.0
     history = History(stepper.size)
+    adapt.start(stepper, data.num_classes)  # adaptive losses only (AdaFocal, CALS)
     saved = state.load() if state is not None else None
     if saved is not None:  # a killed run: go on after its last cycle end
         start, step, seen, seconds, best, aucs = restore(stepper, saved)
         history.load_state_dict(saved["history"])
+        adapt.restore(stepper, saved)
     bar = tqdm(total=cycle_steps * cfg.cycles, initial=step, desc=stepper.name, leave=False,
                disable=not progress, unit="step")
     runner = graph_runner(stepper, xs["train"], y_train)
@@ -308,6 +311,8 @@ def loop_steps(stepper, cfg: TrainConfig, data, progress: bool = True, on_step=N
             seen += sum(len(i) for i in orders[0])
             check_finite(losses, first, cycle, epoch, cfg.lr)
             history.epoch(cycle, epoch, losses, lrs[-1] if lrs else cfg.lr)
+            adapt.after_epoch(stepper, xs["val"], data.val.labels,
+                              cycle * cfg.epochs_per_cycle + epoch)
         sync(device)
         seconds += time.perf_counter() - t0
         val = stepper.predict(xs["val"])
@@ -318,7 +323,7 @@ def loop_steps(stepper, cfg: TrainConfig, data, progress: bool = True, on_step=N
             state.save({"loop": {"cycle": cycle + 1, "step": step, "seen": seen,
                                  "seconds": seconds, "best": best, "aucs": aucs},
                         "stepper": stepper.state_dict(), "rng": rng_state(),
-                        "history": history.state_dict()})
+                        "history": history.state_dict(), **adapt.saved(stepper)})
     bar.close()
     results = _results(stepper, best, aucs, xs["test"], seconds, seen, step)
     for s, result in enumerate(results):

@@ -44,6 +44,20 @@ BOUNDS = {
     ("rankmixup", "rm_margin"): AT_LEAST_0,
     ("rankmixup", "rm_mix_alpha"): AT_LEAST_0,
     ("mimo", "mimo_rho"): UNIT,  # a fraction of a step's rows
+    # the adaptive losses: a step, a switch point, a margin; bounds that must
+    # stay ordered (min <= start <= max, checked together) probed by hand
+    ("adafocal", "adafocal_lambda"): AT_LEAST_0,
+    ("adafocal", "adafocal_switch"): POSITIVE,
+    ("adafocal", "adafocal_gamma_init"): ("probe", ([-2.0, -0.5, 0.0, 20.0], [-2.5, 20.5])),
+    ("adafocal", "adafocal_gamma_min"): ("probe", ([-30.0, 0.0, 1.0], [1.5, 7.0])),
+    ("adafocal", "adafocal_gamma_max"): ("probe", ([1.0, 3.0, 100.0], [0.5, -1.0])),
+    ("cals", "cals_margin"): POSITIVE,
+    ("cals", "cals_tau"): AT_LEAST_0,
+    ("cals", "cals_lambda_min"): ("probe", ([0.0, 1e-3, 1e6], [-1e-9, 2e6])),
+    ("cals", "cals_lambda_max"): ("probe", ([1e-6, 1.0, 1e9], [0.0, 1e-7, -1.0])),
+    ("cals", "cals_rho_min"): ("probe", ([1e-6, 0.5, 10.0], [0.0, -1.0, 10.5])),
+    ("cals", "cals_rho_max"): ("probe", ([1.0, 2.0, 1e3], [0.5, 0.0, -1.0])),
+    ("cals", "cals_gamma"): ("probe", ([1.0, 1.2, 4.0], [0.999, 0.0, -1.0])),
 }
 
 
@@ -79,8 +93,10 @@ def accepted(name, key, value):
 
 @pytest.mark.parametrize("name, key", sorted(BOUNDS))
 def test_each_bound_probed_inside_on_and_outside(name, key):
-    kind, _ = BOUNDS[(name, key)]
-    if kind == "ge":
+    kind, probes = BOUNDS[(name, key)]
+    if kind == "probe":
+        inside, outside = probes
+    elif kind == "ge":
         inside, outside = [0.0, 0.5, 0.999, 1.0, 7.5], [-0.5, -1e-9, -3.0]
     elif kind == "open":
         inside, outside = [1e-6, 0.5, 0.999], [0.0, 1.0, -0.1, 1.5]
