@@ -117,7 +117,8 @@ def test_defaults_names_and_a_bad_value():
     assert (p.acls_alpha, p.acls_pos_lambda, p.acls_neg_lambda, p.acls_margin) == (0.1, 1.0, 0.1, 10.0)
     assert create_method("dualfocal").params.dfl_gamma == 5.0
     assert {n: create_method(n).display() for n in RECENT} == {
-        "dualfocal": "DFL", "acls": "ACLS", "rankmixup": "RankMixup", "mimo": "MIMO"}
+        "dualfocal": "DFL", "acls": "ACLS", "rankmixup": "RankMixup", "mimo": "MIMO",
+        "adafocal": "AdaFocal", "cals": "CALS"}
     p = create_method("rankmixup").params
     assert (p.rm_alpha, p.rm_margin, p.rm_mix_alpha) == (0.1, 2.0, 2.0)
     assert all(create_method(n).heads == 1 for n in RECENT if n != "mimo")  # MIMO: M members
