@@ -41,14 +41,15 @@ def test_sources_note_and_cost_rows(results, tmp_path, capsys):
     notes = [ln for ln in table.splitlines() if ln.startswith("Sources: ")]
     assert len(notes) == 1  # the main table's (std shows no rows' sources in the terminal)
     for label, key in (("DFL", "dualfocal"), ("ACLS", "acls"), ("RankMixup", "rankmixup"),
-                       ("MIMO", "mimo")):
+                       ("MIMO", "mimo"), ("AdaFocal", "adafocal"), ("CALS", "cals")):
         assert f"{label}: {METHOD_SOURCES[key]}" in notes[0]
         assert f"{label}: {METHOD_SOURCES[key]}" in md
     assert "Tao, Dong and Xu, Dual Focal Loss for Calibration, ICML 2023" in notes[0]
     with open(out / "groups.csv") as f:
         rows = {r["row"]: r for r in csv.DictReader(f)}
     lines = {ln.split("  ")[0].strip(): ln for ln in table.splitlines()}
-    for label, row in (("DFL", "dualfocal"), ("ACLS", "acls"), ("MIMO", "mimo")):
+    for label, row in (("DFL", "dualfocal"), ("ACLS", "acls"), ("MIMO", "mimo"),
+                       ("AdaFocal", "adafocal"), ("CALS", "cals")):
         assert float(rows[row]["n_params"]) > 0
         assert f"{float(rows[row]['n_params']) / 1e6:.2f}" in lines[label]
 
