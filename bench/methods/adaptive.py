@@ -42,6 +42,9 @@ class AdaptiveMethod(Method):
     """A method whose loss reads `self.state`, updated from validation statistics."""
 
     adaptive = True
+    # the loop's side of the hook decides when the state moves and what it
+    # reads: part of these methods' records' identity (bench.core.codeunits)
+    code = Method.code + ("bench.train.adapt",)
 
     def __init__(self, name: str, params=None):
         super().__init__(name, params)
