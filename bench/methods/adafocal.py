@@ -69,6 +69,8 @@ def adafocal_loss(z, y, gammas, inner_edges):
     import torch
     import torch.nn.functional as F
 
+    # at least float32 (bf16 logits under autocast): the bin is chosen from p_y
+    z = z.to(torch.promote_types(z.dtype, torch.float32))
     logp_y = F.log_softmax(z, dim=1).gather(1, y[:, None]).squeeze(1)
     p_y = logp_y.exp()
     # the bin of each image in float64, as the authors compare Python floats

@@ -87,10 +87,13 @@ def phr(h, lam, rho):
 def cals_loss(z, y, lam, rho, margin: float):
     """CE + mean_nk P(h_nk; lambda_k, rho_k) on [B, K] logits."""
     # torch on demand: `bench list` imports every method module (the METHODS registry)
+    import torch
     import torch.nn.functional as F
 
-    return F.cross_entropy(z, y) + phr(constraints(z, margin), lam.to(z.dtype),
-                                       rho.to(z.dtype)).mean()
+    # the penalty in at least float32 (bf16 logits under autocast), as CE is
+    zf = z.to(torch.promote_types(z.dtype, torch.float32))
+    return F.cross_entropy(z, y) + phr(constraints(zf, margin), lam.to(zf.dtype),
+                                       rho.to(zf.dtype)).mean()
 
 
 def next_multipliers(h: np.ndarray, state: dict, epoch: int, p: CALSParams) -> dict:

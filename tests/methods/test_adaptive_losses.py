@@ -173,3 +173,16 @@ def test_cals_update_reads_the_validation_logits():
     m.on_validation(z, np.array([0, 2]), epoch=0)
     # h rows (-1, 0.2, 0.1), (-0.5, -1, -0.8): class 1 x = 1.4, -1 -> (1.4 + 1e-6) / 2
     np.testing.assert_allclose(m.host_state()["lambda"], [1e-6, (1.4 + 1e-6) / 2, 1.65], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["adafocal", "cals"])
+def test_bf16_logits_give_the_float32_loss_of_their_values(name):
+    # under bf16 autocast the loss is computed from the bf16 logits in float32
+    # (AdaFocal picks each image's bin from p_y: bf16 would move images across edges)
+    z = torch.tensor(np.random.default_rng(1).normal(0, 4, (8, 1, 5)), dtype=torch.float32)
+    y = torch.arange(8) % 5
+    zb = z.bfloat16()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = create_method(name).loss(zb, y)
+    assert got.dtype == torch.float32
+    assert float(got) == pytest.approx(float(create_method(name).loss(zb.float(), y)), rel=1e-6)
