@@ -2,11 +2,14 @@
 report module compares a kind's name, and what the pipeline computes and
 shows follows the declarations."""
 import ast
+import csv
 from pathlib import Path
 
 import pytest
+from report_records import write_known
 
 from bench.calib import variants as V
+from bench.cli.main import main
 from bench.report.render import kinds
 from bench.report.options import KINDS, ReportOptions
 
@@ -55,8 +58,9 @@ def test_every_dataset_table_kind_has_its_caption_option():
     (True, (), ["plain", "ts-base", "ts"]),
     (False, (), ["plain"]),
     (True, ("vs", "iso"), ["plain", "ts-base", "ts", "vs", "iso"]),
-    # groups.csv has held the +TS rows with --variants even under --no-ts
-    (False, ("hb",), ["plain", "ts-base", "ts", "hb"]),
+    # --no-ts: no +TS row, even with --variants (the posthoc table's base row stays)
+    (False, ("hb",), ["plain", "ts-base", "hb"]),
+    (False, ("ts", "hb"), ["plain", "ts-base", "ts", "hb"]),  # asked for by name
 ])
 def test_computed_variants(with_ts, variants, expected):
     assert [v.name for v in kinds.computed_variants(with_ts, variants)] == expected
@@ -69,3 +73,24 @@ def test_rows_of_each_kind():
     assert [v.name for v in kinds.SHIFT.rows(False, ("ts", "vs"))] == ["plain", "ts", "vs"]
     assert [k.name for k in kinds.TABLES if k.shown(False, ())] == ["main", "std"]
     assert kinds.POSTHOC.fitted(True, ("vs",)) == [V.get("vs")]
+
+
+def _rows_written(tmp_path, *flags) -> set:
+    """The `row` keys of groups.csv after `bench report --no-plots <flags>`
+    over the known records (written once per test)."""
+    results = tmp_path / "results"
+    if not results.exists():
+        write_known(results)
+    out = tmp_path / ("out" + "".join(flags))
+    assert main(["report", "--results", str(results), "--out", str(out), "--no-plots",
+                 "--no-progress", *flags]) == 0
+    with open(out / "groups.csv", newline="") as f:
+        return {r["row"] for r in csv.DictReader(f)}
+
+
+def test_no_ts_writes_no_ts_row_to_groups_csv_even_with_variants(tmp_path):
+    rows = _rows_written(tmp_path, "--no-ts", "--variants", "hb")
+    assert {"sl1h+hb", "sl1h@ts-base", "4hml+hb"} <= rows  # the posthoc table's rows
+    assert not [r for r in rows if r.endswith("+ts")]
+    # asked for by name, the +TS rows are back
+    assert {"sl1h+ts", "4hml+ts"} <= _rows_written(tmp_path, "--no-ts", "--variants", "ts,hb")

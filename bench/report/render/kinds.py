@@ -108,10 +108,10 @@ def get(kind) -> TableKind:
 
 def computed_variants(with_ts: bool = True, variants=()) -> list:
     """The per-seed variants a report computes (every runs.csv and groups.csv
-    row): those of the tables it shows, and the TS table's two whenever a
-    calibrated table is shown (groups.csv has held +TS rows beside the
-    --variants ones, --no-ts or not)."""
-    out = [V.PLAIN] + (list(V.TS_VARIANTS) if with_ts or variants else [])
+    row): the trained rows, the TS table's two unless --no-ts, then the rows
+    of the other tables it shows (--variants: `@ts-base` and the calibrators;
+    no `+ts` row under --no-ts unless `--variants ts` asks for one)."""
+    out = [V.PLAIN] + (list(V.TS_VARIANTS) if with_ts else [])
     shown = [v for k in TABLES if k.shown(with_ts, tuple(variants)) for v in k.rows(
         with_ts, variants) or ()]
     return out + [v for v in dict.fromkeys(shown) if v not in out]
