@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import re
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -137,3 +139,30 @@ def test_the_finder_answers_for_old_paths_only():
         warnings.simplefilter("error")  # the new paths import without a warning
         for new in report_moved.MOVED.values():
             importlib.import_module(new)
+
+
+def test_python_m_on_the_old_script_path_runs_the_moved_module_with_a_note(tmp_path):
+    """The transcriber of published.csv was documented as a script at its flat
+    path: `python -m <old>` runs it (same output, same exit status) after one
+    note naming the new command."""
+    new = "bench.report.paper.published"
+    old, = (o for o, n in report_moved.MOVED.items() if n == new)  # not spelt out: see above
+    fixtures = ROOT / "tests" / "report" / "paper"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", *args],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+
+    done = run(old, str(fixtures / "paper_tables.tex"),
+               str(fixtures / "released-notebook-numbers.csv"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (ROOT / "bench/report/paper/published.csv").read_text()
+    assert done.stderr.splitlines() == [
+        f"note: {old} moved to {new}; run `python -m {new}` (the old path goes after the "
+        "next release)"]
+    bad, direct = run(old), run(new)  # no arguments: the module's own usage line, exit 2
+    usage = bad.stderr.splitlines()[1:]
+    assert (bad.returncode, direct.returncode) == (2, 2)
+    assert len(usage) == 1 and usage[0].startswith(f"usage: python -m {new} ")
+    assert direct.stderr.splitlines()[-1:] == usage

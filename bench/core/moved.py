@@ -60,7 +60,22 @@ class OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return finder
 
     def find_spec(self, name, path=None, target=None):
-        return importlib.util.spec_from_loader(name, self) if name in self.moved else None
+        if name not in self.moved:
+            return None
+        # the moved module's file as the origin: `python -m <old path>` makes
+        # it sys.argv[0] and __file__, as `python -m <new path>` would
+        new = importlib.util.find_spec(self.moved[name])
+        return importlib.util.spec_from_loader(name, self, origin=new and new.origin)
+
+    def get_code(self, name):
+        """`python -m <old path>` (runpy asks the loader for the code it runs
+        as __main__; an import never does): a one-line note on stderr naming
+        the new command, then the moved module's own code, so the old script
+        path runs as the new one does."""
+        new = self.moved[name]
+        print(f"note: {name} moved to {new}; run `python -m {new}` (the old path goes after "
+              "the next release)", file=sys.stderr)
+        return importlib.util.find_spec(new).loader.get_code(new)
 
     def create_module(self, spec):
         return None  # a blank module, as a stub file's: exec_module replaces it
