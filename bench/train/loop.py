@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from bench.train import adapt
 from bench.train.augment import augment_batch
-from bench.core.config import TrainConfig, validate
+from bench.core.config import TrainConfig
 from bench.core.schedule import cosine_lr, steps_per_epoch
 from bench.core.errors import BenchError
 from bench.train.history import History
@@ -137,8 +137,9 @@ def check_finite(losses: list, first_step: int, cycle: int, epoch: int, lr: floa
 
 
 def prepare_model(model, cfg: TrainConfig, device: torch.device):
-    """Move to the device; apply the speed-only switches. Returns (model, step_model)."""
-    validate(cfg)  # the config's one check, also for a caller that built it by hand
+    """Move to the device; apply the speed-only switches. Returns (model, step_model).
+    `cfg` is taken as checked: validate() ran where it was made (the plan's
+    apply_overrides, a profile, the speed tools), before anything was written."""
     set_backends(cfg, device)
     model.to(device)
     if cfg.channels_last:

@@ -10,7 +10,7 @@ import pytest
 
 from bench.cli.main import main
 from bench.core.config import TrainConfig
-from bench.core.settings import specs
+from bench.core.settings import Spec, specs
 from bench.methods import METHODS, method_params
 
 QUICK = ["--profile", "quick", "--set", "cycles=1", "--set", "epochs_per_cycle=1",
@@ -48,6 +48,31 @@ def test_point5_out_of_range_set_values_fail_before_anything_is_written(
         err = one_line(capsys, ["run", "--results", str(tmp_path / "r"), *QUICK, *argv, *extra])
         assert message in err
         assert not (tmp_path / "r").exists()
+
+
+def test_a_bad_lr_is_one_line_exit_2_naming_value_and_range_and_writes_nothing(
+        capsys, tmp_path):
+    err = one_line(capsys, ["run", "--results", str(tmp_path / "r"), *QUICK, "--set", "lr=-0.5",
+                            "--executor", "inline"])
+    assert err == "bench: error: --set lr=-0.5: must be > 0 (SGD learning rate (peak of each cosine " \
+                  "cycle))"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_lr_range_is_checked_once_from_the_command_line_to_the_optimiser(
+        capsys, tmp_path, monkeypatch, one_thread):
+    """One check of the value given, where nothing is written yet (the plan's
+    apply_overrides); the training loop takes the config as planned."""
+    lr, checked = 0.0123, []
+    spec, ok = specs(TrainConfig)["lr"], Spec.ok
+    monkeypatch.setattr(Spec, "ok", lambda self, value: (
+        checked.append(value) if self is spec and value == lr else None) or ok(self, value))
+    tiny = ["--dataset", "digits", "--backbone", "smallcnn", "--seeds", "1", "--set",
+            "image_size=12", "--set", "batch_size=64", "--data-opt", "train_per_class=10"]
+    assert main(["run", "--results", str(tmp_path / "r"), *QUICK, *tiny, "--set", f"lr={lr}",
+                 "--executor", "inline"]) == 0, capsys.readouterr().err
+    (record,) = (tmp_path / "r").glob("digits/smallcnn/sl1h/*/seed0/metrics.json")
+    assert checked == [lr]
 
 
 def numeric_fields(obj):

@@ -90,17 +90,6 @@ def test_bench_api_refuses_a_bad_value_before_writing(tmp_path):
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").rglob("*"))
 
 
-def test_the_training_loop_refuses_a_hand_built_config():
-    import torch
-
-    from bench.core.config import TrainConfig
-    from bench.train.loop import prepare_model
-
-    cfg = dataclasses.replace(TrainConfig(), drop_path=-0.5)
-    with pytest.raises(BenchError, match=f"^{MESSAGE}"):
-        prepare_model(torch.nn.Linear(2, 2), cfg, torch.device("cpu"))
-
-
 def test_a_profile_is_validated_when_it_is_chosen(monkeypatch):
     from bench.core import config
 

@@ -8,7 +8,7 @@ import torch
 
 from bench.speed import perf
 from bench.train.backbones import build_model
-from bench.core.config import PROFILES, TrainConfig, config_hash, result_fields
+from bench.core.config import PROFILES, TrainConfig, config_hash, result_fields, validate
 from bench.core.errors import BenchError
 from bench.methods import create_method
 from bench.train.loop import train
@@ -116,5 +116,4 @@ def test_compile_uses_the_configured_mode_and_rejects_unknown_ones(monkeypatch):
     plain = prepare_model(model, TrainConfig(), torch.device("cpu"))
     assert plain[1] is model and seen == ["reduce-overhead"]  # off: not compiled
     with pytest.raises(BenchError, match=r"compile_mode.*'fastest'.*reduce-overhead"):
-        prepare_model(model, dataclasses.replace(cfg, compile_mode="fastest"),
-                      torch.device("cpu"))
+        validate(dataclasses.replace(cfg, compile_mode="fastest"))  # before the loop is reached
