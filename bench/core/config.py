@@ -164,13 +164,20 @@ class TrainConfig:
     cudnn_benchmark: bool = setting(
         True, "let cuDNN time and pick its fastest algorithms (CUDA only)", in_hash=False)
 
-    def __post_init__(self):
-        # precision=bf16 is the named form of bf16=true + channels_last=true;
-        # tf32 with bf16 autocast would be two precisions at once
+    def implied(self) -> dict[str, tuple[str, object]]:
+        """key -> (the setting that fixes it, its value): precision=bf16 is the
+        named form of bf16=true + channels_last=true. __post_init__ sets them
+        (stored, so every record's config and hash stay as they were);
+        apply_overrides refuses an explicit value against them."""
         if self.precision == "bf16":
-            object.__setattr__(self, "bf16", True)
-            object.__setattr__(self, "channels_last", True)
-        elif self.precision == "tf32" and self.bf16:
+            return {"bf16": ("precision=bf16", True), "channels_last": ("precision=bf16", True)}
+        return {}
+
+    def __post_init__(self):
+        for key, (_, value) in self.implied().items():
+            object.__setattr__(self, key, value)
+        # tf32 with bf16 autocast would be two precisions at once
+        if self.precision == "tf32" and self.bf16:
             raise BenchError("--set precision=tf32 with bf16=true: choose one (precision=bf16 "
                              "is bf16 autocast; tf32 keeps FP32 with TF32 matmuls)")
 
@@ -281,9 +288,21 @@ def apply_overrides(obj, raw: dict[str, str], owner: str = ""):
     for key in raw:
         if key not in types:
             raise choices_error("--set key", key, sorted(types))
-    new = replace(obj, **{k: convert(k, v, types[k]) for k, v in raw.items()})
+    given = {k: convert(k, v, types[k]) for k, v in raw.items()}
+    new = replace(obj, **given)
+    # a value another setting fixes (TrainConfig.implied) would be overwritten
+    # silently: refused, naming both (method Params declare none)
+    for key, (source, value) in (new.implied() if hasattr(new, "implied") else {}).items():
+        if key in given and given[key] != value:
+            raise BenchError(f"--set {source} with {key}={_text(given[key])}: choose one "
+                             f"({source} sets {key}={_text(value)})")
     validate(new, owner)
     return new
+
+
+def _text(value) -> str:
+    """A value as --set spells it (true/false for a bool)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def result_fields(cfg: TrainConfig) -> dict:

@@ -38,6 +38,11 @@ RANGE_CASES = [
     (["--set", "image_size=2"], "backbone 'smallcnn' needs 8 px here; use --set image_size=8"),
     (["--method", "ls", "--set", "epsilon=2"], "--set epsilon=2.0: must be >= 0 and <= 1"),
     (["--method", "4hml", "--set", "heads=0"], "--set heads=0: must be >= 1"),
+    # precision=bf16 sets both: an explicit false was silently overwritten
+    (["--set", "precision=bf16", "--set", "bf16=false"],
+     "--set precision=bf16 with bf16=false: choose one (precision=bf16 sets bf16=true)"),
+    (["--set", "channels_last=no", "--set", "precision=bf16"],
+     "--set precision=bf16 with channels_last=false: choose one"),
 ]
 
 

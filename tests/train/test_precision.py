@@ -35,6 +35,20 @@ def test_bf16_precision_implies_autocast_and_channels_last_and_tf32_refuses_bf16
         apply_overrides(TrainConfig(), {"precision": "fp8"})
 
 
+def test_an_explicit_value_against_precision_bf16_is_refused_a_matching_one_kept():
+    for key in ("bf16", "channels_last"):
+        with pytest.raises(BenchError, match=rf"^--set precision=bf16 with {key}=false: "):
+            apply_overrides(TrainConfig(), {"precision": "bf16", key: "false"})
+        bf16 = apply_overrides(TrainConfig(), {"precision": "bf16"})
+        with pytest.raises(BenchError, match=rf"precision=bf16 with {key}=false"):
+            apply_overrides(bf16, {key: "false"})  # the precision set before, the key now
+        same = apply_overrides(TrainConfig(), {"precision": "bf16", key: "true"})
+        # the hash precision=bf16 configs had before the check (computed on 11dbb2a)
+        assert same == bf16 and config_hash(result_fields(same)) == "7a07004d23ab"
+    # without precision=bf16 either key is free as before
+    assert not apply_overrides(TrainConfig(), {"bf16": "false", "channels_last": "false"}).bf16
+
+
 def _run(tiny, tmp_path, precision):
     cfg = dataclasses.replace(PROFILES["quick"], cycles=1, epochs_per_cycle=1,
                               precision=precision)
