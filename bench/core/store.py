@@ -1,6 +1,6 @@
 """Run records on disk, written atomically.
 
-results/<dataset>/<backbone>/<method>/<config-hash>/seed<k>/
+results/<dataset>/<backbone>/<method>/<config-hash>/seed<k>/   (':' in a name is '+')
     config.json       resolved config, seed, provenance
     metrics.json      val/test metrics, best cycle, timing, status
     predictions.npz   per-head val/test logits [N, M, K] and labels
@@ -31,7 +31,7 @@ import os
 import re
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +52,28 @@ DIGEST = "digest"  # metrics.json's own sha256, over its other keys
 SEED_DIR = re.compile(r"seed(0|[1-9]\d*)")
 SIDE_DIR = "_sweep"  # a config's side folder, beside its seed folders
 LEVELS = ("dataset", "backbone", "method", "config_hash")  # the folders above seed<k>
+# No ':' in a folder (rsync and scp read 'host:path', Windows refuses it): a name's
+# ':' (timm:NAME) is '+' in its folder, read back as ':'; older ':' folders are
+# still read and found (RecordKey.path); a name with '+' is refused (ambiguous).
+COLON, FOLDER_COLON = ":", "+"
+
+
+def folder_name(name: str) -> str:
+    return name.replace(COLON, FOLDER_COLON)
+
+
+def name_of_folder(folder: str) -> str:
+    return folder.replace(FOLDER_COLON, COLON)
+
+
+def check_level_name(level: str, value: str) -> None:
+    """One-line BenchError unless `value` can name a record folder level."""
+    if "/" in value or os.sep in value or value in (".", ".."):
+        raise BenchError(f"{level} {value!r}: not a folder name (a record is "
+                         "<dataset>/<backbone>/<method>/<config-hash>/seed<k>)")
+    if FOLDER_COLON in value:
+        raise BenchError(f"{level} {value!r}: no '+' in a name (record folders write ':' "
+                         f"as '+', so it would read back as {name_of_folder(value)!r}); rename it")
 
 
 def require_writable_dir(path, flag: str) -> Path:
@@ -103,20 +125,20 @@ def _virtual_root(path: Path) -> str | None:
 @dataclass(frozen=True)
 class RecordKey:
     """What names one run record: <dataset>/<backbone>/<method>/<config-hash>/seed<k>
-    under a results root. Each name is one folder level, so none may hold a '/'."""
+    under a results root. Each name is one folder level, so none may hold a '/'
+    (nor a '+', which stands for ':' in a folder: `folder_name`)."""
 
     dataset: str
     backbone: str
     method: str
     config_hash: str
     seed: int
+    # the folders a parsed key was read from (an older ':' one); () = folder_name's
+    parsed: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         for level in LEVELS:
-            value = getattr(self, level)
-            if "/" in value or os.sep in value or value in (".", ".."):
-                raise BenchError(f"{level} {value!r}: not a folder name (a record is "
-                                 "<dataset>/<backbone>/<method>/<config-hash>/seed<k>)")
+            check_level_name(level, getattr(self, level))
 
     @property
     def seed_name(self) -> str:
@@ -134,10 +156,18 @@ class RecordKey:
         return f"{self.config_hash}/{self.seed_name}"
 
     def _levels(self) -> tuple[str, ...]:
-        return tuple(getattr(self, level) for level in LEVELS)
+        """The folder names above seed<k>."""
+        return self.parsed or tuple(folder_name(getattr(self, level)) for level in LEVELS)
 
     def path(self, root) -> Path:
-        return Path(root).joinpath(*self._levels(), self.seed_name)
+        """The record folder under `root`; a record written in a ':' folder
+        (before '+') is found there, so a rerun never trains it twice."""
+        path = Path(root).joinpath(*self._levels(), self.seed_name)
+        if self.parsed or path.exists():
+            return path
+        names = tuple(getattr(self, level) for level in LEVELS)
+        older = Path(root).joinpath(*names, self.seed_name)
+        return older if names != self._levels() and older.exists() else path
 
     @classmethod
     def parse(cls, path, root=None) -> "RecordKey":
@@ -151,7 +181,7 @@ class RecordKey:
         if len(parts) != 5 or not SEED_DIR.fullmatch(parts[4]):
             raise BenchError(f"{path}: not a run record folder (want <results>/<dataset>/"
                              "<backbone>/<method>/<config-hash>/seed<k>)")
-        return cls(*parts[:4], int(parts[4][4:]))
+        return cls(*map(name_of_folder, parts[:4]), int(parts[4][4:]), parsed=tuple(parts[:4]))
 
     @staticmethod
     def root_of(path) -> Path:
@@ -208,7 +238,7 @@ def key_fields(root, file) -> dict:
     from a 'seed<k>...' part, the config hash from the fourth folder of a path
     at least five deep. Lenient: a failure file may lie anywhere."""
     parts = Path(file).relative_to(root).parts
-    fields = dict(zip(LEVELS[:3], parts[:-1]))
+    fields = dict(zip(LEVELS[:3], map(name_of_folder, parts[:-1])))
     seed = next((p for p in parts if p.startswith("seed") and p[4:].split(".")[0].isdigit()), "")
     return {**{k: fields.get(k, "") for k in LEVELS[:3]}, "seed": seed[4:].split(".")[0],
             "config_hash": parts[3] if len(parts) >= 5 else ""}

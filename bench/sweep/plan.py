@@ -88,6 +88,9 @@ def resolve_run(opts: RunOptions):
                          aliases={"paper": list(PAPER_METHODS), DENS: [ENSEMBLE_OF],
                                   **{g: list(n) for g, n in METHOD_GROUPS.items()}})
     check_ensemble(opts.method, seeds)
+    for level, values in (("dataset", datasets), ("backbone", backbones or ()), ("method", names)):
+        for value in values:  # each a record folder level (no '/', no '+')
+            store.check_level_name(level, value)
     given = dict(opts.overrides)  # (key, value): typed at the edge (set_pair), or text
     owned = {name: field_types(method_params(name)) for name in names}
     train_keys = field_types(base)

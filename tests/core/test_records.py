@@ -281,10 +281,11 @@ def test_sigkill_inside_the_record_write(tmp_path, stage, old):
 # ------------------------------------------------------------ record key --
 def test_record_key_path_parse_and_label_agree(tmp_path):
     key = store.RecordKey("toy", "timm:resnet18", "2hml", "abc123", 12)
-    path = tmp_path / "toy" / "timm:resnet18" / "2hml" / "abc123" / "seed12"
-    assert key.path(tmp_path) == path == store.record_dir(tmp_path, *vars(key).values())
+    path = tmp_path / "toy" / "timm+resnet18" / "2hml" / "abc123" / "seed12"  # ':' is '+'
+    assert key.path(tmp_path) == path == store.record_dir(tmp_path, "toy", "timm:resnet18",
+                                                          "2hml", "abc123", 12)
     assert store.RecordKey.parse(path, tmp_path) == key == store.RecordKey.parse(path)
-    assert key.label == "toy/timm:resnet18/2hml/abc123/seed12" == str(path.relative_to(tmp_path))
+    assert key.label == "toy/timm+resnet18/2hml/abc123/seed12" == str(path.relative_to(tmp_path))
     assert key.run_id == "abc123/seed12"
     assert store.RecordKey.root_of(path) == tmp_path
     assert store.side_file(path, "lock") == path.parent / "_sweep" / "seed12.lock"
