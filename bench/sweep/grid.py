@@ -23,6 +23,7 @@ from bench.core.sizes import resolve_sizes
 from bench.datasets import load_dataset
 from bench.datasets.cache import dry_run as no_writes, writes_allowed
 from bench.sweep import runstate, specjson
+from bench.train.backbone_checks import check_builds, check_sizes
 from bench.train.backbones import check_arch, create_backbone, has_imagenet_weights, model_arch
 
 
@@ -112,6 +113,7 @@ def bundle_for(dataset: str, backbone: str, cfg: TrainConfig, method, data_root:
     minimum, explicit --set sizes). Loads are cached per size in this process."""
     base = load_bundle(dataset, 0, data_root, options)
     sizes = resolve_sizes(cfg, base.image_size, backbone, method)
+    check_sizes(backbone, sizes.train, sizes.test, method.name)  # before loading other sizes
     at = {size: base if size == base.image_size else load_bundle(dataset, size, data_root, options)
           for size in {sizes.augment, sizes.train, sizes.test}}
     return dataclasses.replace(base, train=at[sizes.augment].train, val=at[sizes.train].val,
@@ -273,6 +275,8 @@ def _build(datasets, backbones, methods, overrides: dict, seeds, cfg: TrainConfi
                 method.check(bundle.num_classes)
                 check_arch(backbone, model_arch(method),
                            exp.train.pretrained or exp.weights is not None)
+                check_builds(backbone, exp.train.image_size, exp.train.test_size,
+                             exp.train.backbone_impl)
                 check_validation(dataset, bundle)
                 if opts.weights:  # a file that does not fit stops here, not once per run
                     check_weights_fit(backbone, exp.train, exp.weights)

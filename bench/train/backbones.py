@@ -295,10 +295,19 @@ def _timm_any(image_size: int, pretrained: bool = False, weights=None, drop_path
 
     # a model built for one input size (ViTs: fixed_input_size) is built for
     # the run's: img_size = image size (its position table sized to it)
-    cfg = timm.models.get_pretrained_cfg(model_name.partition(".")[0])
-    fixed = {"img_size": image_size} if cfg is not None and cfg.fixed_input_size and image_size \
-        else {}
+    fixed = {"img_size": image_size} if timm_fixed_size(model_name) and image_size else {}
     return timm_backbone(model_name, image_size, pretrained, weights, drop_path, **fixed)
+
+
+def timm_fixed_size(model_name: str) -> bool:
+    """Whether timm builds `model_name` for one input size (its pretrained
+    config's fixed_input_size: ViTs, Swin, CoAtNet, MaxViT); a model with no
+    config is taken as any-size, as timm itself does."""
+    # timm on demand: `bench list` imports this module (the BACKBONES registry)
+    import timm
+
+    cfg = timm.models.get_pretrained_cfg(model_name.partition(".")[0])
+    return bool(cfg is not None and cfg.fixed_input_size)
 
 
 TIMM_PREFIX = "timm:"

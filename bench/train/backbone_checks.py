@@ -1,0 +1,63 @@
+"""Up-front checks that a timm:/tv: library model can take a run's image
+sizes: one BenchError line (exit 2) before anything trains, instead of a
+shape error in every worker. The registered backbones' sizes are
+bench.core.sizes.SIZE_RULES'; a method's arch is bench.train.backbones.check_arch's.
+"""
+from __future__ import annotations
+
+import functools
+
+from bench.core.errors import BenchError
+from bench.train.backbones import (TIMM_PREFIX, TV_PREFIX, canonical_backbone, create_backbone,
+                                   timm_fixed_size)
+
+PROBE_SIZES = (32, 64, 128, 224)  # the sizes a refusal suggests, smallest first
+
+
+def check_sizes(backbone: str, train: int, test: int, method: str) -> None:
+    """Refuse a timm model built for one input size (its fixed_input_size:
+    ViTs, Swin, CoAtNet, MaxViT) that would train at one size and test at
+    another (size_rule released: 150/224 px on Chaoyang and Kvasir). Not
+    resized silently: timm's dynamic_img_size would interpolate the position
+    table at test time, a model other than the one trained."""
+    name = canonical_backbone(backbone)
+    if train == test or not name.startswith(TIMM_PREFIX) \
+            or not timm_fixed_size(name.removeprefix(TIMM_PREFIX)):
+        return
+    raise BenchError(f"backbone '{name}' takes one input size (timm fixed_input_size), but "
+                     f"{method} trains at {train} px and tests at {test} px; use --set "
+                     f"size_rule=uniform, or --set image_size=N --set test_size=N")
+
+
+def check_builds(backbone: str, train: int, test: int, impl: str = "torchvision") -> None:
+    """Refuse a timm:/tv: model that cannot take the run's sizes (torchvision's
+    DenseNet pools 16 px to nothing, its ViT takes 224 px only): the model is
+    built at the training size once and two blank images go through it at
+    each size; the line names the smallest of PROBE_SIZES it takes."""
+    name = canonical_backbone(backbone)
+    if name.startswith((TIMM_PREFIX, TV_PREFIX)):
+        bad = _probe(name, train, (train, test) if test and test != train else (train,), impl)
+        if bad:
+            raise BenchError(bad)
+
+
+@functools.lru_cache(maxsize=16)
+def _probe(backbone: str, build: int, sizes: tuple, impl: str) -> str:
+    """'' when `backbone` built at `build` px takes every size, else the line."""
+    # torch on demand: bench data check imports the sweep's grid, which imports this module
+    import torch
+
+    size = build
+    try:
+        model = create_backbone(backbone, build, impl=impl).features.eval()
+        with torch.no_grad():
+            for size in sizes:
+                model(torch.zeros(2, 3, size, size))
+    except (RuntimeError, ValueError, AssertionError, TypeError) as err:
+        why = (str(err).splitlines() or [type(err).__name__])[0][:100]
+        fits = next((s for s in PROBE_SIZES if s > size and not _probe(backbone, s, (s,), impl)),
+                    None)
+        hint = f"it takes {fits} px: --set image_size={fits}" if fits \
+            else "give a larger --set image_size"
+        return f"backbone '{backbone}' cannot take {size} px images ({why}); {hint}"
+    return ""
