@@ -17,7 +17,7 @@ from tabulate import tabulate
 from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
 from bench.core.errors import BenchError
 from bench.core.settings import specs
-from bench.train.backbones import BACKBONES
+from bench.train.backbones import BACKBONES, LIBRARY_BACKBONES
 
 
 def registries() -> dict:
@@ -47,6 +47,9 @@ def list_registries() -> str:
         # where each entry comes from: built-in or the plugin that registered it
         rows = [(name, reg.origin(name), desc) for name, desc in reg.describe()]
         blocks.append(f"{title}:\n" + tabulate(rows, tablefmt="plain"))
+        if reg is BACKBONES:
+            blocks.append("backbones by library (--backbone timm:NAME / tv:NAME):\n"
+                          + tabulate(LIBRARY_BACKBONES, tablefmt="plain"))
     profiles = [(name, _profile_text(cfg)) for name, cfg in PROFILES.items()]
     blocks.append("profiles:\n" + tabulate(profiles, tablefmt="plain"))
     blocks.append("--set keys (type, default, range, meaning): bench list --keys")

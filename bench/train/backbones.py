@@ -311,6 +311,13 @@ def timm_fixed_size(model_name: str) -> bool:
 
 
 TIMM_PREFIX = "timm:"
+# `bench list`: the names of a library's models (resolved, not registered one by one)
+LIBRARY_BACKBONES = (
+    ("timm:NAME", "timm", "any timm model (bench list --backbones 'timm:*vit*'); a fixed-size "
+     "one (ViT) trains and tests at one size; records in timm+NAME/"),
+    ("tv:NAME", "torchvision", "any torchvision classifier (bench list --backbones tv); records "
+     "in tv+NAME/; refused in one line: Packed-Ensembles, sizes the model cannot take"),
+)
 
 
 def canonical_backbone(name: str) -> str:

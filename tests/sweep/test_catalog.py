@@ -55,3 +55,15 @@ def test_the_conformal_scores_are_listed_as_their_registry_describes_them():
     assert [line.split()[0] for line in listed] == ["lac", "aps", "raps"]  # the three built-ins
     for line, (name, text) in zip(listed, conformal.SCORES.describe()):
         assert line.split(None, 2) == [name, "built-in", text]
+
+
+def test_the_library_backbones_follow_the_registered_ones():
+    """`bench list` shows timm:NAME and tv:NAME (issue 49's done-when), right
+    after the registered backbones, each with its record folder's '+'."""
+    titles = list(blocks())
+    library = "backbones by library (--backbone timm:NAME / tv:NAME)"
+    assert titles.index(library) == titles.index("backbones") + 1
+    rows = [line.split(None, 2) for line in blocks()[library]]
+    assert [(name, lib) for name, lib, _ in rows] == [("timm:NAME", "timm"),
+                                                     ("tv:NAME", "torchvision")]
+    assert "records in timm+NAME/" in rows[0][2] and "records in tv+NAME/" in rows[1][2]
