@@ -26,7 +26,7 @@ from bench.core.paper import PAPER_METHODS
 from bench.methods import METHOD_GROUPS, create_method
 from bench.train.backbones import build_model, check_arch, model_arch
 from bench.train.loop import train
-from conftest import digits_subset
+from tests.conftest import digits_subset
 
 GROUPS = {"paper": tuple(PAPER_METHODS), **METHOD_GROUPS}
 FULL = "timm:test_resnet"  # every method of every group
