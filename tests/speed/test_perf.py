@@ -98,7 +98,12 @@ def test_channels_last_is_speed_only_and_bf16_changes_numbers_a_little(tiny):
 
 
 def test_unknown_augment_mode_is_a_one_line_error(tiny):
+    # The plan's check (validate) names the setting; a config built by hand that
+    # skips it still stops in one line where the augmentation is looked up.
+    bad = dataclasses.replace(TrainConfig(), augment_mode="gpu")
     with pytest.raises(BenchError, match="unknown augment_mode 'gpu'; choose from: batched"):
+        validate(bad)
+    with pytest.raises(BenchError, match="unknown augmentation mode 'gpu'; choose from: batched"):
         _run(tiny, augment_mode="gpu")
 
 
