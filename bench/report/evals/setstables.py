@@ -24,6 +24,7 @@ from bench.report.render import latex
 from bench.report.numbers.aggregate import write_frame
 from bench.report.evals.sets import SetsData, stats_frame
 from bench.report.evals.shifttables import shift_rows
+from bench.report.plotting.plots import save, subplots
 from bench.report.render.tables import backbone_name, dataset_name
 
 DASH = "–"
@@ -138,9 +139,6 @@ def fragment(data, stats, block, sections=None, labels=None, where: str = "",
 
 def figure(data, stats, block, sections=None, labels=None):
     """Coverage (with its target) and mean set size per row, one bar per score."""
-    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-    from bench.report.plotting.plots import subplots
-
     ds, bb = block
     sub = stats[(stats["dataset"] == ds) & (stats["backbone"] == bb)]
     rows = table_rows(data, stats, block, sections, labels)
@@ -194,9 +192,6 @@ def write(data: SetsData, out: Path, sections=None, labels=None,
         secs.append((f"{dataset_name(ds, labels)} / {backbone_name(bb, labels)}: conformal "
                      f"prediction sets (alpha = {data.alpha:g})", md))
         if plots:
-            # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-            from bench.report.plotting.plots import save
-
             written += save(figure(data, stats, block, sections, labels),
                             out / "figures" / stem)
     written.append(write_frame(out / "sets" / "sets_long.csv", data.frame))

@@ -20,6 +20,8 @@ from bench.core.paper import DENS
 from bench.report.render import kinds, latex, textables
 from bench.report.numbers.aggregate import write_frame
 from bench.report.evals.shift import ShiftData, long_frame, severity_cells, severity_key
+from bench.report.plotting import plots as P
+from bench.report.plotting.shiftplots import box_figure
 from bench.report.render.tables import (Row, Table, backbone_name, block_cells, dataset_name,
                                  method_name, missing_notes, ordered_methods)
 
@@ -174,10 +176,6 @@ def write(rep: ShiftReport, out: Path, plots: bool = True) -> tuple[list[Path], 
     written.append(write_frame(out / "shift" / "shift_long.csv", rep.frame))
     written.append(write_frame(out / "shift" / "shift_cells.csv", cells_frame(rep)))
     if plots:
-        # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-        from bench.report.plotting import plots as P
-        from bench.report.plotting.shiftplots import box_figure
-
         for bb, t in rep.tables:
             title = (f"{dataset_name(t.dataset, t.names)} / {backbone_name(bb, t.names)}: "
                      "ECE under shift")

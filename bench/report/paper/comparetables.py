@@ -12,6 +12,7 @@ from pathlib import Path
 from bench.core.files import write_text
 from bench.report.paper.compare import Z_FLAG, show
 from bench.report.paper.published import METRICS
+from bench.report.plotting import plots
 from bench.report.render.tables import backbone_name, dataset_name
 
 HEAD = ("Dataset", "Backbone", "Method", "Metric", "Ours", "n", "Published", "Diff", "z",
@@ -109,9 +110,6 @@ def figure(rows: list[dict], stem: Path) -> list[Path]:
     """Ours against published, one panel per metric, identity line, error
     bars where a std is known, values outside noise circled in red; files
     stem.png and stem.pdf."""
-    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-    from bench.report.plotting import plots
-
     fig, axes = plots.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 4.0))
     for ax, metric in zip(axes, METRICS):
         sub = [r for r in rows if r["metric"] == metric]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.report.plotting import plots
 from bench.report.render.tables import ordered_methods
 
 
@@ -44,12 +45,9 @@ def curves_figure(epochs: pd.DataFrame, cycles: pd.DataFrame, title: str, names=
     # matplotlib: only when a figure is drawn (--no-plots, CLI start-up)
     from matplotlib.ticker import MaxNLocator
 
-    # matplotlib too (bench.report.plotting.plots imports pyplot)
-    from bench.report.plotting.plots import subplots
-
     present = set(epochs["method"]) | set(cycles["method"])
     order = [m for sec in ordered_methods(present, sections) for m in sec if m in present]
-    fig, axes = subplots(1, 1 + len(VAL_PANELS), figsize=(4 * (1 + len(VAL_PANELS)), 3.2))
+    fig, axes = plots.subplots(1, 1 + len(VAL_PANELS), figsize=(4 * (1 + len(VAL_PANELS)), 3.2))
     for method in order:
         rows = epochs[epochs["method"] == method].sort_values("step_epoch")
         axes[0].plot(rows["step_epoch"], rows["train_loss"], label=names(method))
@@ -71,9 +69,6 @@ def write_curves(runs, folder: Path, names=str, title=lambda ds, bb: f"{ds} / {b
                  sections=None) -> list[Path]:
     """curves_<dataset>_<backbone>.png/.pdf for each cell with any history;
     `sections`: the report's row order (--order), for the legend."""
-    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-    from bench.report.plotting import plots
-
     epochs, cycles = history_frames(runs)
     if epochs.empty or cycles.empty:
         return []

@@ -2,9 +2,10 @@
 dataset x backbone, pooled over seeds or per seed), ECE against the bin
 count, and the Friedman / Nemenyi critical-difference diagrams.
 
-matplotlib is imported only when a figure is drawn (the `bench` command's
-start-up stays light). `names` is the report's display names (--label and
-the recorded dataset names), passed to bench.report.render.tables' name functions.
+matplotlib is imported only when a figure is drawn (bench.report.plotting.
+plots.new_figure: the `bench` command's start-up stays light). `names` is
+the report's display names (--label and the recorded dataset names), passed
+to bench.report.render.tables' name functions.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from bench.calib import measures as M
 from bench.calib import variants as V
 from bench.report.numbers import stats
 from bench.report.numbers.aggregate import has_ensemble
+from bench.report.plotting import calplots, plots
 from bench.report.render.tables import backbone_name, dataset_name, method_name, ordered_methods
 
 def friedman_metrics() -> tuple:
@@ -56,8 +58,6 @@ def reliability_figures(runs, dataset: str, backbone: str, seed=None, sections=N
                         names=None) -> tuple:
     """(binned, smoothed) reliability figures of one dataset x backbone, pooled
     over seeds (seed None) or of one seed."""
-    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-    from bench.report.plotting import calplots, plots
 
     rs = [r for r in runs if (r.dataset, r.backbone) == (dataset, backbone)]
     what = "pooled over seeds" if seed is None else f"seed {seed}"
@@ -69,8 +69,6 @@ def reliability_figures(runs, dataset: str, backbone: str, seed=None, sections=N
 
 def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
                      sections=None, names=None) -> list[Path]:
-    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-    from bench.report.plotting import plots
 
     cells: dict = {}
     for r in runs:
@@ -89,8 +87,6 @@ def make_reliability(runs, out: Path, per_seed: bool, progress: bool,
 def make_bin_sensitivity(cells: dict, out: Path, sections=None, names=None) -> list[Path]:
     """ECE against the number of bins, per dataset and backbone, one line per
     table row of the main table (trained rows and D-Ens)."""
-    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-    from bench.report.plotting import calplots, plots
 
     blocks: dict = {}
     for (ds, bb, key), g in cells.items():
@@ -141,8 +137,6 @@ def friedman_tests(tables, alpha: float) -> tuple[list, list[list], list[str]]:
 
 def cd_figure(metric: str, f, alpha: float):
     """The critical-difference diagram of one friedman_tests result."""
-    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-    from bench.report.plotting import plots
 
     return plots.cd_figure(list(f.methods), list(f.avg_ranks), f.cd,
                            f"{metric}: Friedman p = {f.p:.3g}, Nemenyi CD (alpha {alpha}) "
@@ -151,8 +145,6 @@ def cd_figure(metric: str, f, alpha: float):
 
 def make_cd(results, out: Path, alpha: float) -> list[Path]:
     """OUT/figures/cd_<metric>.{png,pdf} per friedman_tests result."""
-    # matplotlib: only when figures are drawn (--no-plots, CLI start-up)
-    from bench.report.plotting import plots
 
     written = []
     for metric, f in results:

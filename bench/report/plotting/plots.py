@@ -12,16 +12,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-# Figures are Figure objects of their own, never pyplot's: drawing a report
-# (also from a notebook, through bench.api) leaves the caller's backend and
-# open figures alone, and needs no display.
-from matplotlib.figure import Figure
 
 from bench.core.files import write_atomic
 from bench.calib.metrics import calibration_gap, ece, ece_bins
 
 N_BINS = 15
 PANELS_PER_ROW = 5
+
+
+def new_figure(**kwargs):
+    """A matplotlib Figure of its own, never pyplot's: drawing a report (also
+    from a notebook, through bench.api) leaves the caller's backend and open
+    figures alone, and needs no display. matplotlib's one entry point here:
+    the report modules import this module at their top."""
+    # matplotlib on demand (~1 s): `import bench.api`, `bench report --help`
+    # and --no-plots draw nothing (tests/report/test_report.py)
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
 
 
 def reliability_data(probs: np.ndarray, labels: np.ndarray, n_bins: int = N_BINS) -> dict:
@@ -79,7 +87,7 @@ def figure_grid(n: int):
     cols = min(n, PANELS_PER_ROW)
     nrows = -(-n // cols)
     height = 3.9 * nrows + 1.4
-    fig = Figure(figsize=(2.7 * cols + 0.6, height))
+    fig = new_figure(figsize=(2.7 * cols + 0.6, height))
     outer = fig.add_gridspec(nrows, cols, hspace=0.4, wspace=0.28, top=1 - 0.95 / height,
                              bottom=0.75 / height)
     return fig, height, [(*divmod(i, cols), outer[divmod(i, cols)]) for i in range(n)]
@@ -122,7 +130,7 @@ def save(fig, stem: Path) -> list[Path]:
 
 def subplots(*grid, figsize) -> tuple:
     """(figure, axes) as pyplot.subplots, on a Figure of its own."""
-    fig = Figure(figsize=figsize)
+    fig = new_figure(figsize=figsize)
     return fig, fig.subplots(*grid)
 
 
