@@ -6,6 +6,9 @@ and meaning.
 Here, in sweep, because it is the first package that may import every
 registry it lists (backbones are train's). Nothing here imports torch or the
 report package: `bench list` starts without them (tests/cli/test_startup.py).
+The registries are imported at the top: `bench run --help`, whose module
+(bench.cli.commands) also holds `bench list`, imports this one only when
+`bench list` runs.
 """
 from __future__ import annotations
 
@@ -14,22 +17,20 @@ import fnmatch
 
 from tabulate import tabulate
 
+from bench.calib import conformal
+from bench.calib.measures import MEASURES
+from bench.calib.ood import SCORES
+from bench.calib.variants import VARIANTS
 from bench.core.config import PROFILE_METHOD_SETS, PROFILES, TrainConfig, field_types
 from bench.core.errors import BenchError
 from bench.core.settings import specs
+from bench.datasets import DATASETS
+from bench.methods import METHODS, every_method, method_params
 from bench.train.backbones import BACKBONES, LIBRARY_BACKBONES
 
 
 def registries() -> dict:
     """title -> registry, in the order `bench list` prints them."""
-    # the registries on demand: `bench run --help` and `bench list --keys` import this module
-    from bench.calib import conformal
-    from bench.calib.measures import MEASURES
-    from bench.calib.ood import SCORES
-    from bench.calib.variants import VARIANTS
-    from bench.datasets import DATASETS
-    from bench.methods import METHODS
-
     return {"methods": METHODS, "datasets": DATASETS, "backbones": BACKBONES,
             "measures (bench report --metrics; every table, CSV and bench.results.load)":
                 MEASURES,
@@ -59,9 +60,6 @@ def list_registries() -> str:
 def keys_table() -> str:
     """Every --set key: training keys (paper profile defaults), then method keys,
     each as its dataclass field declares it (bench.core.settings)."""
-    # the methods on demand: `bench run --help` imports this module (bench.cli.commands)
-    from bench.methods import every_method, method_params
-
     rows = [_key_row(PROFILES["paper"], f, "all") for f in dataclasses.fields(TrainConfig)]
     seen: dict = {}
     for name in every_method() + ["mhml"]:
