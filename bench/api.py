@@ -61,16 +61,15 @@ def run(*leading, **options) -> pd.DataFrame:
     (test_acc, test_ece, ...)."""
     opts = from_keywords(RunOptions, "bench.api.run", options, leading, RUN_POSITIONAL)
     plugin_routes.load(list(opts.plugin))  # registered here; the grid carries them to the workers
-    # `import bench.api` stays light: the sweep loads when run() runs
+    # start-up: `import bench.api` loads no torch; the planner and the sweep
+    # (torch, the training code) load when run() runs
     from bench.sweep.codechange import plan_accepting
+    from bench.sweep.grid import run_status
     from bench.sweep.plan import plan
     from bench.sweep.run import run_sweep
 
     grid, _ = plan_accepting(opts, plan)  # the pins file names what it accepted
     if opts.dry_run:
-        # `import bench.api` stays light: the sweep loads when run() runs
-        from bench.sweep.grid import run_status
-
         outcomes = {}
         for s in grid.specs:
             status, detail = run_status(s)
@@ -148,7 +147,8 @@ def evaluate(*leading, **options) -> pd.DataFrame:
     `backbone`, `data_root`, `device`), `results` also first positionally.
     Returns one row per record and set: `status` is evaluated, already stored,
     no kept weights, damaged or failed (`why` says why)."""
-    # `import bench.api` stays light: the evaluation code loads when evaluate() runs
+    # start-up: `import bench.api` loads no torch; the evaluation code (torch)
+    # loads when evaluate() runs
     from bench.sweep.evalrun import evaluate_results
 
     opts = from_keywords(EvalOptions, "bench.api.evaluate", options, leading, ("results",))

@@ -16,6 +16,7 @@ from bench.core.record import COSTS, Record
 from bench.report import ReportOptions, pipeline
 from bench.report.evals import evalsets
 from bench.report.evals import ood as ood_report
+from bench.report.evals.setshift import LONG_COLUMNS
 from bench.report.numbers import cells, frame
 from bench.report.numbers.frame import damaged
 
@@ -80,9 +81,6 @@ def sets(results_dir, alpha: float = 0.1, *, variants: str | None = None, no_ts=
     data = pipeline.sets_report(opts, runs, cache)
     cache.save()
     if eval_sets:
-        # the set-shift tables on demand: `import bench.results` and `bench.api` stay light
-        from bench.report.evals.setshift import LONG_COLUMNS
-
         return data.shifted.frame if data.shifted is not None else pd.DataFrame(
             columns=LONG_COLUMNS)
     return data.frame

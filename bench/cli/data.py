@@ -14,6 +14,7 @@ from bench.cli.datashift import add_parser as add_shift
 from bench.cli.fields import add_fields
 from bench.cli.oodemo import add_parser as add_ood_demo
 from bench.datasets import DATASETS
+from bench.datasets.cache import check_data_paths as check_paths
 from bench.sweep.options import RunOptions
 
 
@@ -37,12 +38,9 @@ def add_parser(sub) -> None:
 
 
 def check_data_paths(args) -> None:
-    """A data root or cache folder that is a file fails in one line (bench.sweep.plan)."""
-    # start-up: `bench data --help` builds this module's parser; the planner
-    # only when a command reads data
-    from bench.datasets.cache import check_data_paths as check
-
-    check(args.data_root, args.data_opts)
+    """A data root or cache folder that is a file fails in one line
+    (bench.datasets.cache.check_data_paths, as `bench run` checks them)."""
+    check_paths(args.data_root, args.data_opts)
 
 
 # ------------------------------------------------------------------ check --

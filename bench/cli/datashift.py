@@ -7,6 +7,7 @@ from __future__ import annotations
 from bench.core.config import load_kwargs
 from bench.core.errors import BenchError
 from bench.datasets import DATASETS
+from bench.datasets.cache import check_data_paths
 
 
 def add_parser(dsub, add_data_options) -> None:
@@ -41,12 +42,11 @@ def sizes(text, default) -> list[int]:
 
 def build(args) -> int:
     """Checks the options, then each size's set by bench.datasets.shift.build_sets."""
-    # start-up: `bench data --help` builds this module's parser; the shift
-    # builder, the corruptions and the planner only when `bench data shift` runs
+    # start-up: `bench data --help` builds this module's parser; the shift builder,
+    # the corruptions and the grid (torch, the training code) when `bench data shift` runs
     from bench.datasets import shift
     from bench.datasets.corruptions import registry
     from bench.sweep.grid import native_test_size
-    from bench.datasets.cache import check_data_paths
 
     DATASETS.get(args.dataset)
     if args.jobs < 1:

@@ -20,13 +20,18 @@ import threading
 import time
 import uuid
 
+import torch
+from joblib import Parallel, delayed
+
 from bench.core import store
 from bench.core.errors import BenchError, disk_full_message, is_disk_full
 from bench.core.outcomes import Outcome
 from bench.core.registry import Registry
 from bench.sweep import runstate, slurm
 from bench.sweep.executor_options import ExecutorOptions
+from bench.sweep.fusecap import group_limit
 from bench.sweep.slurm import check_cluster, resources
+from bench.sweep.worker import child_main, execute, execute_group
 from bench.train.groups import FUSE_MODES, fuse_groups
 
 EXECUTORS = Registry("executor")
@@ -96,9 +101,6 @@ def visible_gpus(device: str | None) -> list[str]:
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None:
         return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
-    # torch on demand: `bench data check` imports this module (via bench.sweep.plan)
-    import torch
-
     return [str(i) for i in range(torch.cuda.device_count())]
 
 
@@ -116,11 +118,6 @@ def run_inline(specs, opts: ExecutorOptions, on_outcome) -> None:
     """The pool's work without its processes: the same worker code, so the same
     records and hashes, and the same torch thread count as the pool's one slot
     (CPU sums depend on it). No output is redirected: a debugger has the terminal."""
-    # torch and the worker on demand: `bench data check` imports this module (via bench.sweep.plan)
-    import torch
-    from bench.sweep.fusecap import group_limit
-    from bench.sweep.worker import execute, execute_group
-
     fuse = opts.fuse
     limit = group_limit(opts.fuse_max, visible_gpus(opts.device)) if fuse else None
     units = fuse_groups(specs, fuse, limit) if fuse else [[s] for s in specs]
@@ -136,11 +133,6 @@ def run_inline(specs, opts: ExecutorOptions, on_outcome) -> None:
 
 @EXECUTORS.register(LOCAL, "joblib pool on this machine, one process per run, pinned per GPU")
 def run_local(specs, opts: ExecutorOptions, on_outcome) -> None:
-    # joblib and the memory estimate (torch) on demand: `bench data check` imports
-    # this module (via bench.sweep.plan)
-    from joblib import Parallel, delayed
-    from bench.sweep.fusecap import group_limit
-
     gpus = visible_gpus(opts.device)
     slots = local_slots(gpus, opts.jobs, opts.jobs_per_gpu)
     free: "queue.Queue[str | None]" = queue.Queue()
@@ -245,9 +237,6 @@ def _pin(specs, slot: str | None):
 
 def _launch(payload: str, first, name: str, slot: str | None, threads: int):
     """Run worker.child_main(payload) in its own process; -> (report or None, process)."""
-    # the worker (training code) on demand: `bench data check` imports this module (via plan)
-    from bench.sweep.worker import child_main
-
     report = runstate.side_file(first.record, f"outcome-{uuid.uuid4().hex[:8]}.json")
     log = runstate.log_path(first.record)
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,8 @@ from bench.datasets.cache import dry_run as no_writes, writes_allowed
 from bench.sweep import runstate, specjson
 from bench.train.backbone_checks import check_builds, check_sizes
 from bench.train.backbones import check_arch, create_backbone, has_imagenet_weights, model_arch
+from bench.train.experiment import make_experiment
+from bench.train.weights import imagenet_tag, resolve_weights
 
 
 # metadata of a RunSpec field copied from the run options' field of its name
@@ -156,9 +158,6 @@ def weights_for(spec: "RunSpec", heads: int, missing_ok: bool = False):
     """The initial weights of a run (None = random): --weights, else under
     --pretrained the ImageNet tag the protocol gives this backbone and head count
     (`missing_ok`: a placeholder when that file is not cached, for --dry-run)."""
-    # torch on demand: `bench data check` imports this module (via bench.sweep.plan)
-    from bench.train.weights import imagenet_tag, resolve_weights
-
     cfg = spec.train
     tag = imagenet_tag(spec.backbone, cfg.backbone_impl, cfg.imagenet_weights, heads)
     return resolve_weights(spec.backbone, cfg.pretrained, spec.weights,
@@ -168,9 +167,6 @@ def weights_for(spec: "RunSpec", heads: int, missing_ok: bool = False):
 
 def experiment_for(spec: "RunSpec", method, missing_ok: bool = False):
     """(Experiment, bundle) for a spec, computed the same way by the sweep and the worker."""
-    # the training code on demand: `bench data check` imports this module (via bench.sweep.plan)
-    from bench.train.experiment import make_experiment
-
     bundle = bundle_for(spec.dataset, spec.backbone, spec.train, method, spec.data_root,
                         spec.load_options)
     return make_experiment(bundle, spec.backbone, method, spec.train,

@@ -11,8 +11,11 @@ from bench.core import store
 from bench.core.errors import says_disk_full
 from bench.core.outcomes import FINAL, Outcome
 from bench.core.statefile import damage
+from bench.sweep import evals
 from bench.sweep.executor_options import ExecutorOptions
 from bench.sweep.executors import EXECUTORS, executor_name
+from bench.sweep.tensorboard import write_events
+from bench.train.resume import set_aside
 
 
 def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
@@ -20,10 +23,6 @@ def run_sweep(specs, opts, progress: bool = True) -> list[dict]:
     --eval every set is built or read once before any run trains, and the
     complete records' missing sets are evaluated after; with --tensorboard
     event files are written beside every finished record."""
-    # the sets' code on demand (torch): `bench run` imports this module before
-    # it checks its flags
-    from bench.sweep import evals
-
     if opts.evals:  # a set that cannot be built stops the sweep before any run trains
         evals.prepare(specs, progress)
     outcomes, todo = _skip_complete(specs)
@@ -84,9 +83,6 @@ class SweepBar:
 
 
 def _write_events(outcomes: list) -> None:
-    # TensorBoard's writer on demand: only --tensorboard needs it
-    from bench.sweep.tensorboard import write_events
-
     for o in outcomes:
         if o["status"] in ("done", "skipped"):
             write_events(o["record"])
@@ -110,10 +106,6 @@ def set_aside_damaged_state(spec) -> bool:
     and size, bench.core.statefile.damage) is set aside here and said on the
     terminal; the run then trains from step 0. (What only reading it whole
     finds, a state saved for another run, its worker says in the run's log.)"""
-    # torch on demand (bench.train.resume): `bench run` imports this module before
-    # it checks its flags
-    from bench.train.resume import set_aside
-
     state = store.state_path(spec.record)
     if spec.force or store.is_complete(spec.record) or not state.exists():
         return False

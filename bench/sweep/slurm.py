@@ -28,7 +28,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import torch
+
 from bench.core.errors import BenchError, choices_error
+from bench.sweep.worker import execute
 
 CLUSTERS = ("slurm", "local", "debug")  # submitit's AutoExecutor clusters we support
 DEFAULT_CPUS = 4
@@ -182,11 +185,6 @@ class SlurmTask:
     requeued task resumes its run from the last saved cycle end."""
 
     def __call__(self, spec):
-        # torch and the worker on demand (this runs in the SLURM task): `bench data check`
-        # imports this module (via bench.sweep.plan)
-        import torch
-        from bench.sweep.worker import execute
-
         # the task's CPUs, not the node's: tasks side by side must not oversubscribe
         if os.environ.get("SLURM_CPUS_PER_TASK"):
             torch.set_num_threads(int(os.environ["SLURM_CPUS_PER_TASK"]))

@@ -16,6 +16,7 @@ import dataclasses
 import time
 
 import numpy as np
+import torch
 
 from bench.core import evalfiles
 from bench.core.config import TrainConfig, load_kwargs
@@ -25,6 +26,7 @@ from bench.datasets import digits
 from bench.datasets.evalsets import load_eval
 from bench.methods import METHODS
 from bench.train.backbones import build_model, model_arch
+from bench.train.loop import predict, to_device_images
 
 CHUNK_BATCHES = 16  # evaluation batches copied to the device at once
 
@@ -41,10 +43,6 @@ def train_config(record) -> TrainConfig:
 
 def model_for(record, device="cpu"):
     """The record's model with its kept weights, in eval mode on `device`."""
-    # torch and the training loop on demand: `bench eval` reads records' configs and
-    # checks its sets with this module before any model runs
-    import torch
-
     state = record.load_weights()  # checksum first: a damaged file is never loaded
     cfg = train_config(record)
     classes = record.config.get("classes") or []
@@ -84,11 +82,6 @@ def predict_array(model, images: np.ndarray, cfg: TrainConfig, device) -> np.nda
     """Per-head logits [N, M, K] of uint8 images [N, H, W, 3] (a memory map is
     fine): copied to the device CHUNK_BATCHES evaluation batches at a time,
     each chunk a whole number of batches, so the batches are the loop's."""
-    # torch and the training loop on demand: `bench eval` reads records' configs and
-    # checks its sets with this module before any model runs
-    import torch
-    from bench.train.loop import predict, to_device_images
-
     device = torch.device(device)
     step = cfg.eval_batch_size * CHUNK_BATCHES
     # np.array copies: a read-only memory map (a cached shift set) would reach

@@ -29,7 +29,12 @@ from bench.core.config import config_hash
 from bench.core.device import default_device
 from bench.core.errors import BenchError
 from bench.core.registry import Registry
+from bench.methods import create_method
+from bench.train import experiment  # save_run looked up at call time (tests swap it)
 from bench.train.backbones import model_arch
+from bench.train.fused import train_fused
+from bench.train.resume import CycleState
+from bench.train.streams import raise_connections, train_streams
 
 FUSE_MODES = Registry("--fuse value")
 METHOD_FIELDS = ("method", "method_params")  # what may differ inside a group
@@ -46,9 +51,6 @@ def methods_key(spec) -> tuple:
     """The inputs an Experiment's payload minus METHOD_FIELDS is computed from
     (grid.experiment_for), plus the head count: cheap (no data or weights
     file is read) and never looser than the payload itself."""
-    # the methods on demand: `bench data check` imports this module (plan -> executors)
-    from bench.methods import create_method
-
     method = create_method(spec.method, dict(spec.method_overrides))
     # MC-Dropout's T passes are T "heads" of one linear layer, an efficient
     # ensemble's M members are not M linear heads either: only the same arch
@@ -136,9 +138,6 @@ def run_members(members: list, bundle, results, *, device: str | None = None,
     ('done' | 'skipped', record path) per member, in order. `keep_weights` and
     `evals` as for run_seed. A streams member that fails stops alone: the
     others' records are written, then its error is raised."""
-    # the training code on demand: `bench data check` imports this module (plan -> executors)
-    from bench.train.experiment import evaluate_trained, init_model, n_params, save_run
-
     paths = [exp.record_dir(results, seed) for exp, _, seed in members]
     todo = [i for i, p in enumerate(paths) if force or not store.is_complete(p)]
     if not todo:
@@ -147,7 +146,7 @@ def run_members(members: list, bundle, results, *, device: str | None = None,
     device = device or default_device()
     # A copy per member: setup() stores per-seed state (class weights) on it.
     methods = [copy.deepcopy(members[i][1]) for i in todo]
-    built = [init_model(members[i][0], bundle, m, members[i][2])  # run_seed's order
+    built = [experiment.init_model(members[i][0], bundle, m, members[i][2])  # run_seed's order
              for i, m in zip(todo, methods)]
     exps, seeds = [members[i][0] for i in todo], [members[i][2] for i in todo]
     trained = list(zip(exps, seeds))
@@ -158,16 +157,18 @@ def run_members(members: list, bundle, results, *, device: str | None = None,
     ok = [k for k, result in enumerate(out) if not isinstance(result, BaseException)]
     for k in ok:
         (model, bb), i = built[k], todo[k]
-        save_run(paths[i], exps[k], bundle, seeds[k], out[k], n_params(model), bb.weights,
-                 device, keep_weights=keep_weights, **group_fields(exps[k], trained),
-                 **({"fused_as": how} if how == "streams" else {}))
+        experiment.save_run(paths[i], exps[k], bundle, seeds[k], out[k],
+                            experiment.n_params(model), bb.weights, device,
+                            keep_weights=keep_weights, **group_fields(exps[k], trained),
+                            **({"fused_as": how} if how == "streams" else {}))
     # a complete record needs no state: each streams member's own, the group's once all are
     done_states = [states[k] for k in ok] if how == "streams" else \
         states if len(ok) == len(out) else []
     for state in done_states:
         state.clear()
     for k in ok:
-        evaluate_trained(paths[todo[k]], built[k][0], out[k], exps[k].train, evals, device)
+        experiment.evaluate_trained(paths[todo[k]], built[k][0], out[k], exps[k].train, evals,
+                                    device)
     if len(ok) < len(out):
         raise next(r for r in out if isinstance(r, BaseException))
     done = set(todo)
@@ -188,8 +189,6 @@ def connections_note(cfg, device) -> str | None:
     line for its members' logs, or None."""
     if fused_as(cfg, device) != "streams" or not str(device).startswith("cuda"):
         return None
-    from bench.train.streams import raise_connections  # torch: only when a group trains
-
     return raise_connections()
 
 
@@ -197,9 +196,6 @@ def member_states(paths: list, trained: list, how: str) -> list:
     """A streams group's members resume as runs alone do, each from its own
     state (so a run killed alone resumes in a group and back); a vmapped group
     has one state for all."""
-    # torch on demand (resume): `bench data check` imports this module (plan -> executors)
-    from bench.train.resume import CycleState
-
     if how == "streams":
         return [CycleState(store.state_path(p), exp.key(seed).run_id)
                 for p, (exp, seed) in zip(paths, trained)]
@@ -207,16 +203,12 @@ def member_states(paths: list, trained: list, how: str) -> list:
 
 
 def _train_vmap(models, methods, cfg, data, seeds, device, progress, on_step, *, states: list):
-    from bench.train.fused import train_fused  # torch: only when a group trains
-
     return train_fused(models, methods, cfg, data, seeds, device, progress=progress,
                        on_step=on_step, state=states[0])  # one state for the stacked model
 
 
 def _train_streams(models, methods, cfg, data, seeds, device, progress, on_step, *,
                    states: list):
-    from bench.train.streams import train_streams  # torch: only when a group trains
-
     return train_streams(models, methods, cfg, data, seeds, device, progress=progress,
                          on_step=on_step, states=states)  # each run its own
 
@@ -229,9 +221,6 @@ TRAIN_TOGETHER = {"vmap": _train_vmap, "streams": _train_streams}
 def group_state(first_record, trained: list):
     """The group's cycle-end state (bench.train.resume), beside its first member's
     record; its key names every member, so only the same group resumes it."""
-    # torch on demand (resume): `bench data check` imports this module (plan -> executors)
-    from bench.train.resume import CycleState
-
     key = " ".join(exp.key(seed).run_id for exp, seed in trained)
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return CycleState(store.state_path(first_record, digest), key)
