@@ -67,3 +67,70 @@ class C:
         import tabulate
 '''
     assert unexplained_lazy_imports(source) == [3, 9, 15, 19]
+
+
+# ------------------------------------------ few lazy imports of bench itself --
+# Issue 48: at most 40 imports of bench modules inside functions over bench/
+# (75 before; 30 when the limit was set). Each stays for start-up only:
+# `bench --help` (under 0.2 s), `bench list`, `import bench.api` without torch,
+# a command's --help (docs/design-notes.md, "Start-up").
+MAX_LAZY_BENCH_IMPORTS = 40
+
+
+def lazy_bench_imports(source: str) -> list[int]:
+    """Lines of the import statements inside a function (at any depth, a
+    nested function's counted once) that import a bench module: `import
+    bench...` (also `as`), `from bench... import`, or a relative import."""
+    found = []
+
+    def visit(node, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if in_function and _imports_bench(child):
+                found.append(child.lineno)
+            visit(child, in_function or isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(ast.parse(source), False)
+    return sorted(found)
+
+
+def _imports_bench(node) -> bool:
+    if isinstance(node, ast.Import):
+        return any(a.name == "bench" or a.name.startswith("bench.") for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").split(".")[0] == "bench"
+    return False
+
+
+def test_at_most_40_lazy_imports_of_bench_modules():
+    per_module = {name: len(lines) for name, path in MODULES.items()
+                  if (lines := lazy_bench_imports(path.read_text()))}
+    assert len(MODULES) > 100  # the whole package was read
+    assert sum(per_module.values()) <= MAX_LAZY_BENCH_IMPORTS, (
+        f"{sum(per_module.values())} imports of bench modules inside functions "
+        f"(at most {MAX_LAZY_BENCH_IMPORTS}): move them to the top unless start-up needs "
+        f"them lazy (docs/design-notes.md, 'Start-up'); per module: {per_module}")
+
+
+def test_the_lazy_bench_import_count_finds_each_form():
+    source = '''import bench.core
+from bench.core import store
+def f():
+    import bench.core.errors as errors
+    from bench.sweep import grid
+    from . import sibling
+    from ..train import loop
+    import json
+    from benchmarks import timing
+    import benchy, os
+    def g():
+        from bench.train.loop import predict
+    return lambda: __import__("bench")
+class C:
+    from bench.core import files
+    def m(self):
+        import os, bench.core.store
+async def h():
+    import bench
+'''
+    assert lazy_bench_imports(source) == [4, 5, 6, 7, 12, 17, 19]

@@ -71,3 +71,14 @@ def test_an_unknown_command_names_every_command(capsys):
         build_parser(["lst"]).parse_args(["lst"])
     err = capsys.readouterr().err
     assert "invalid choice: 'lst'" in err and all(f"'{c}'" in err for c in COMMANDS)
+
+
+def test_import_bench_api_loads_neither_torch_nor_matplotlib():
+    """A notebook's `import bench.api` stays light: the planner and the sweep
+    (torch) load when bench.api.run runs, matplotlib when a figure is drawn."""
+    code = ("import json, sys, bench.api\n"
+            "print(json.dumps(sorted(m for m in ('torch', 'torchvision', 'timm', 'matplotlib',"
+            " 'scipy', 'bench.sweep.plan') if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
