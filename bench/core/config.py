@@ -127,7 +127,10 @@ class TrainConfig:
     # overhead is what batch 8 costs)
     compile_mode: str = setting(
         "default", "torch.compile mode, e.g. default | reduce-overhead",
-        choices=compile_modes, choices_text="torch.compile's modes", in_hash=False)
+        # "default" is accepted without asking torch (listing the modes loads
+        # torch's compiler, ~3 s): a flag typo in `bench run` is answered fast
+        choices=compile_modes, choices_text="torch.compile's modes", also=("default",),
+        in_hash=False)
     # The graph-safe step (bench/train/graphstep.py): every per-step draw made
     # per epoch, augmentation by masks, lr and losses as device tensors; on
     # CUDA captured once as a CUDA graph and replayed. Bit for bit the
