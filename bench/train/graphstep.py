@@ -169,7 +169,7 @@ class GraphRunner:
         self.graphs: dict = {}  # batch length -> CUDAGraph, or None once capture failed
         self.warm: dict = {}  # batch length -> eager warm-up steps taken
         if stepper.cfg.compile_step:  # one inductor graph; captured like the eager step
-            self.gs.step = torch.compile(self.gs.step, fullgraph=True)
+            self.gs.step = compile_graph_step(self.gs)
 
     def run_epoch(self, orders: list, lrs: list, tick, more: bool = False) -> list:
         """Train one epoch; `tick(loss_row)` after each step. Returns the
@@ -248,6 +248,22 @@ class GraphRunner:
     def kernels(self) -> dict:
         """Captured graphs by batch length (bench.speed.capture counts their nodes)."""
         return {n: g for n, g in self.graphs.items() if g is not None}
+
+
+def compile_graph_step(gs: GraphStep, backend="inductor"):
+    """gs.step compiled whole, fullgraph. Before the first call the step's
+    batches are made once, eagerly (that changes no state): they make the
+    lazy device constants of normalise and the augmentation, which dynamo
+    would otherwise trace missing (a host-to-device copy in that graph) and
+    then compile the step a second time at the next call."""
+    compiled, made = torch.compile(gs.step, fullgraph=True, backend=backend), []
+
+    def step(stage: Stage) -> None:
+        if not made:
+            gs.batches(stage.read())
+            made.append(True)
+        compiled(stage)
+    return step
 
 
 def ticked(steps, tick):

@@ -102,3 +102,24 @@ def test_bad_case_and_steps_are_one_line_errors(capsys):
     assert len(err.splitlines()) == 1 and "nosuch" in err and "sl1h" in err
     assert C.main(["--steps", "1"]) == 2
     assert "--steps must be >= 2" in capsys.readouterr().err
+
+
+def test_compile_step_adds_the_compiled_cases():
+    assert C.choose(C.parse_args(["--cases", "sl1h"])) == ["sl1h"]
+    assert C.choose(C.parse_args(["--cases", "sl1h", "--compile-step"])) == \
+        ["sl1h", "compiled sl1h", f"compiled fused {len(C.PAPER_ONE_HEAD)} one-head"]
+    assert "compiled sl1h" not in C.choose(C.parse_args([]))  # `all`: the eager cases
+
+
+@pytest.mark.parametrize("case", list(C.compiled_cases()))
+def test_a_compiled_steps_graph_is_one_and_asks_nothing_of_the_host(case):
+    """The counts of the graph inductor lowers (the AOT graph replayed on the
+    meta device; no inductor compile here, the whole case is in docs/speed.md's
+    `--compile-step` run): 0 copies, host ops, reads, varying values, and ONE
+    graph over three steps (lazy device constants traced missing made two)."""
+    cfg = dataclasses.replace(CFG, graph="true", compile_step=True)
+    row = C.count_ops(C.compiled_cases()[case], "smallcnn", 16, cfg, "cpu")
+    assert row["graphs"] == 1, row
+    assert [row[k] for k in ("h2d", "host ops", "host scalars", "reads", "varying")] == \
+        [0, 0, 0, 0, 0], row
+    assert row["device ops"] > 300  # the counter saw the graph's operators

@@ -1,7 +1,9 @@
-"""The graph-safe step compiled whole by inductor (`compile_step=true`):
-its first step's loss and gradients within 1e-4 (relative) of the eager
-step's, its parameters after several steps close (docs/speed.md, "The
-compiled step"). One inductor compile of a tiny smallcnn step (~15 s here)."""
+"""The graph-safe step compiled whole by inductor (`compile_step=true`), of
+a single run and of a vmapped group (bench.train.fused, through the same
+GraphRunner): its first step's loss and gradients within 1e-4 (relative) of
+the eager step's, its parameters after several steps close (docs/speed.md,
+"The compiled step"). One inductor compile of a tiny smallcnn step each
+(~15 s here)."""
 import dataclasses
 
 import pytest
@@ -17,10 +19,10 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 STEPS = 4
 
 
-def _runner(compiled: bool):
+def _runner(compiled: bool, names: tuple):
     cfg = dataclasses.replace(PROFILES["quick"], batch_size=8, graph="true",
                               compile_step=compiled)
-    st = capture._members(("mcdropout",), "smallcnn", 16, cfg, "cpu")  # dropout: RNG too
+    st = capture._members(names, "smallcnn", 16, cfg, "cpu")
     x, y = synthetic(STEPS * cfg.batch_size, 16, capture.NUM_CLASSES, "cpu")
     runner = GraphRunner(st, x, y, say=lambda text: None)
     (n, stage, _), = runner.stage_epoch(*capture._orders(st, len(y), cfg))
@@ -31,8 +33,11 @@ def _params(runner):
     return [p.detach().clone() for p in runner.gs.params.values()]
 
 
-def test_compiled_step_matches_the_eager_step():
-    eager, compiled = _runner(False), _runner(True)
+# one run with dropout (RNG in the step too); a group of two whose member 1
+# draws a staged permutation and lambda (mixup): params stacked [member, ...]
+@pytest.mark.parametrize("names", [("mcdropout",), ("sl1h", "sl1h")], ids=["single", "group"])
+def test_compiled_step_matches_the_eager_step(names):
+    eager, compiled = _runner(False, names), _runner(True, names)
     start = _params(eager[0])
     assert all(torch.equal(a, b) for a, b in zip(start, _params(compiled[0])))
     lr = eager[2].bufs["lr"][0]
@@ -54,7 +59,8 @@ def test_compiled_step_matches_the_eager_step():
     # first step, plain SGD (quick profile: no momentum, no decay): grad = (p0 - p1) / lr
     for p0, pe, pc in zip(start, after[0][0], after[1][0]):
         ge, gc = (p0 - pe) / lr, (p0 - pc) / lr
-        assert (gc - ge).norm() <= 1e-4 * ge.norm() + 1e-6
+        for e, c in zip(ge.reshape(len(names), -1), gc.reshape(len(names), -1)):  # per member
+            assert (c - e).norm() <= 1e-4 * e.norm() + 1e-6
     for pe, pc in zip(after[0][-1], after[1][-1]):
         assert torch.allclose(pc, pe, rtol=1e-4, atol=1e-5)
     assert torch.allclose(compiled[2].losses, eager[2].losses, rtol=1e-4)
