@@ -39,8 +39,21 @@
 #   slice      benchmarks/e2e_slice.py: bench run on a PathMNIST-shaped synthetic set,
 #              one epoch, 8 methods x 1 seed a backbone, fused as ./run_all.sh does;
 #              wall time / bench.speed.cells' projection (target within 15%).
-#              For issue 47's check in one call (<= 7 GPU-minutes):
-#              STEPS="precision streams slice" bash benchmarks/gpu_check.sh
+#   compiled   compile_step (docs/speed.md, "The compiled step"): graphtime at 28 px,
+#              ResNet50, x25 (the paper's one-head group), x8 and x1, captured eager vs
+#              captured compiled: kernels per step and ms per run-step, and their
+#              ratios (compiled / eager); then the capture proof's compiled cases
+#              (smallcnn: 0 copies / host ops / reads, replay bit for bit).
+#
+# Issue 47's check, ONE call of at most 7 GPU-minutes (420 s):
+#     STEPS=issue47 bash benchmarks/gpu_check.sh
+# runs staging compiled precision streams slice with these hard limits (each a
+# default, overridable as usual): staging 3 x STAGE_LIMIT=30, compiled
+# COMPILED_LIMIT=120, precision PREC_LIMIT=80, streams STREAMS_LIMIT=45, slice
+# SLICE_LIMIT=60 (ResNet50 only, 10,000 training and 2,000 val + test images:
+# SLICE_ARGS; its projection is of the same work) = 395 s,
+# plus ~20 s of setup (imports, env.txt) = 415 s. A command cut by its limit
+# keeps what it wrote; graphtime skips the cells its budget leaves no room for.
 #   extra      EXTRA_CMD under EXTRA_LIMIT, with PY, OUT_DIR, DEVICE and REPO set
 #              (a session's own measurement, e.g. gpuplan --compile).
 # Every step runs under `timeout`, so a hang cannot eat the budget; the default
@@ -56,6 +69,12 @@
 # needs: on THIS machine first run `bash benchmarks/gpu_wheels.sh` (it builds them
 # into .whl/) and call the device with carry=[".whl"]; the script installs them.
 set -u
+if [ "${STEPS:-}" = issue47 ]; then  # issue 47's one call: limits summing to 7 minutes
+    STEPS="staging compiled precision streams slice"
+    : "${STAGE_LIMIT:=30}" "${COMPILED_LIMIT:=120}" "${PREC_LIMIT:=80}" "${STREAMS_LIMIT:=45}"
+    : "${SLICE_LIMIT:=60}" "${SLICE_ARGS:=--backbones resnet50 --train 10000 --eval 2000}"
+    : "${COMPILED_BUDGET:=75}"
+fi
 LIMIT_SCALE="${LIMIT_SCALE:-1}"  # multiplies every hard limit (see the limits below)
 case "$LIMIT_SCALE" in
     ''|*[!0-9]*|0) echo "gpu_check.sh: LIMIT_SCALE must be a whole number >= 1, got '$LIMIT_SCALE'" >&2
@@ -124,7 +143,7 @@ STAGE_STIME_ARGS="${STAGE_STIME_ARGS:-}"  # extra streamtime flags of the stagin
 CAPTURE_LIMIT=$(( CAPTURE_LIMIT * LIMIT_SCALE ))
 STIME_LIMIT=$(( STIME_LIMIT * LIMIT_SCALE ))
 STAGE_LIMIT=$(( STAGE_LIMIT * LIMIT_SCALE ))
-ALL_STEPS="staging capture streamtime graphtime syncs gpuplan e2e det sidebyside perf precision streams slice extra"
+ALL_STEPS="staging capture streamtime graphtime syncs gpuplan e2e det sidebyside perf precision streams slice compiled extra"
 STEPS="${STEPS:-capture staging streamtime graphtime gpuplan e2e}"  # which steps, in this order
 export PYTHONUNBUFFERED=1
 
@@ -324,6 +343,30 @@ step_slice() {
         "$REPO/benchmarks/e2e_slice.py" --device "$DEVICE" \
         --work "$SCRATCH/slice" --out "$OUT_DIR/slice.json" $SLICE_ARGS 2>&1 | tee "$OUT_DIR/slice.log"
     echo "slice exit: ${PIPESTATUS[0]}"
+}
+
+# ---- issue 47 (point 3): the compiled step, eager vs compiled on the card.
+COMPILED_LIMIT="${COMPILED_LIMIT:-240}"  # hard limit of the whole step (both commands)
+COMPILED_BUDGET="${COMPILED_BUDGET:-150}"  # graphtime's own budget: cells left are skipped
+COMPILED_ARGS="${COMPILED_ARGS:-}"       # extra graphtime flags (CPU dry run: a small backbone)
+CCAPTURE_ARGS="${CCAPTURE_ARGS:-}"       # extra capture flags (CPU dry run: --size 16 --steps 2)
+COMPILED_LIMIT=$(( COMPILED_LIMIT * LIMIT_SCALE ))
+
+step_compiled() {
+    echo "== compiled: graphtime 28 px x25/x8/x1 captured vs compiled-captured, then the" \
+         "capture proof's compiled cases (limit ${COMPILED_LIMIT}s, graphtime budget ${COMPILED_BUDGET}s)"
+    local paths=captured,compiled-captured
+    [ "$DEVICE" = cuda ] || paths=graph-safe,compiled  # nothing is captured on a CPU
+    # the biggest group first: graphtime's budget drops the last cells, not the headline
+    # shellcheck disable=SC2086
+    timeout -k 10 "$COMPILED_LIMIT" bash -c '"$0" -m bench.speed.graphtime --device "$1" \
+            --cells 28:25,28:8,28:1 --streams 1 --paths "$2" --budget-s "$3" \
+            --out "$4/compiled.json" $5;
+        "$0" -m bench.speed.capture --device "$1" --no-explain \
+            --cases "compiled sl1h,compiled fused 5 one-head" $6' \
+        "$PY" "$DEVICE" "$paths" "$COMPILED_BUDGET" "$OUT_DIR" "$COMPILED_ARGS" "$CCAPTURE_ARGS" \
+        2>&1 | tee "$OUT_DIR/compiled.log"
+    echo "compiled exit: ${PIPESTATUS[0]}"
 }
 
 step_extra() {  # EXTRA_CMD: one more command of a session's choosing (a rerun, --compile)
