@@ -308,7 +308,9 @@ step_det() {
 
 # ---- issue 47 (points 4, 6, 7): precision, more streams, the end-to-end slice.
 # Not in the CPU dry run's step list (tests/speed/test_gpu_check_script.py is
-# the suite's slowest item): tests/speed/test_gpu_check_issue47.py dry-runs them.
+# the suite's slowest item); they and `compiled` were dry-run by hand on the CPU, and
+# tests/speed/test_gpu_check_compiled.py checks the compiled step's flags and that the
+# issue47 preset's limits fit 7 minutes.
 PREC_LIMIT="${PREC_LIMIT:-150}"      # 224 px precisions + Swin-T TF32 (~2 GPU-minutes)
 STREAMS_LIMIT="${STREAMS_LIMIT:-90}" # 16 and 32 streams at 28 px
 SLICE_LIMIT="${SLICE_LIMIT:-240}"    # one PathMNIST-shaped epoch, 8 methods x 3 backbones

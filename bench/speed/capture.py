@@ -58,7 +58,6 @@ from bench.core.config import PROFILES
 from bench.core.device import check_device
 from bench.core.errors import BenchError
 from bench.methods import create_method, every_method
-from bench.speed.graphops import GraphOps
 from bench.speed.steptime import synthetic
 from bench.train.backbones import build_model, model_arch
 from bench.train.fused import FusedStepper
@@ -182,7 +181,10 @@ def count_ops(names, backbone, size, cfg, device: str) -> dict:
     second step to the third. Compiled (cfg.compile_step): those of its
     decomposed graph (bench.speed.graphops), traced on `device` itself."""
     where = "meta" if device == "cpu" else device
-    ops = GraphOps(where) if cfg.compile_step else None
+    ops = None
+    if cfg.compile_step:
+        from bench.speed.graphops import GraphOps  # lazy: AOTAutograd, inductor's tables (s)
+        ops = GraphOps(where)
     on = device if ops else where
     st = _members(names, backbone, size, dataclasses.replace(cfg, compile_step=False), on)
     x = torch.zeros(4 * cfg.batch_size, 3, size, size, dtype=torch.uint8, device=on)
