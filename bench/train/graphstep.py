@@ -255,8 +255,12 @@ def compile_graph_step(gs: GraphStep, backend="inductor"):
     batches are made once, eagerly (that changes no state): they make the
     lazy device constants of normalise and the augmentation, which dynamo
     would otherwise trace missing (a host-to-device copy in that graph) and
-    then compile the step a second time at the next call."""
-    compiled, made = torch.compile(gs.step, fullgraph=True, backend=backend), []
+    then compile the step a second time at the next call. Static shapes: a
+    CUDA graph has them, and dynamo would otherwise make a size symbolic once
+    a process has compiled the step at two sizes (two cases of
+    bench.speed.capture), which dropout under grad cannot trace."""
+    compiled = torch.compile(gs.step, fullgraph=True, dynamic=False, backend=backend)
+    made = []
 
     def step(stage: Stage) -> None:
         if not made:
