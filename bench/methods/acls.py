@@ -21,8 +21,9 @@ from .base import METHODS, Method
 
 @dataclass(frozen=True)
 class ACLSParams:
-    # the authors' configs/loss/acls.yaml (their experiments' setting; the
-    # paper's main table: docs/methods.md, "Recent calibration losses")
+    # the authors' configs/loss/acls.yaml (their experiments' setting); the
+    # paper's text read here states no value: docs/methods.md, "Recent
+    # calibration losses"
     acls_alpha: float = setting(0.1, "acls: weight of the regulariser R", range=ge(0))
     acls_pos_lambda: float = setting(1.0, "acls: weight of R's max-logit term", range=ge(0))
     acls_neg_lambda: float = setting(0.1, "acls: weight of R's other-logit term", range=ge(0))
