@@ -39,6 +39,10 @@ import numpy as np
 from bench.core.errors import BenchError
 from bench.core import files
 from bench.core.files import read_json, write_json
+# No ':' in a folder (bench.core.pathnames): a name's ':' (timm:NAME) is '+' in its
+# folder, read back as ':'; older ':' folders are still read and found
+# (RecordKey.path); a name with '+' is refused (ambiguous).
+from bench.core.pathnames import PATH_COLON, name_of_path, path_name
 
 DONE = "done"
 FILES = ("config.json", "predictions.npz")  # checksummed in metrics.json["files"]
@@ -52,18 +56,6 @@ DIGEST = "digest"  # metrics.json's own sha256, over its other keys
 SEED_DIR = re.compile(r"seed(0|[1-9]\d*)")
 SIDE_DIR = "_sweep"  # a config's side folder, beside its seed folders
 LEVELS = ("dataset", "backbone", "method", "config_hash")  # the folders above seed<k>
-# No ':' in a folder (rsync and scp read 'host:path', Windows refuses it): a name's
-# ':' (timm:NAME) is '+' in its folder, read back as ':'; older ':' folders are
-# still read and found (RecordKey.path); a name with '+' is refused (ambiguous).
-COLON, FOLDER_COLON = ":", "+"
-
-
-def folder_name(name: str) -> str:
-    return name.replace(COLON, FOLDER_COLON)
-
-
-def name_of_folder(folder: str) -> str:
-    return folder.replace(FOLDER_COLON, COLON)
 
 
 def check_level_name(level: str, value: str) -> None:
@@ -71,9 +63,9 @@ def check_level_name(level: str, value: str) -> None:
     if "/" in value or os.sep in value or value in (".", ".."):
         raise BenchError(f"{level} {value!r}: not a folder name (a record is "
                          "<dataset>/<backbone>/<method>/<config-hash>/seed<k>)")
-    if FOLDER_COLON in value:
+    if PATH_COLON in value:
         raise BenchError(f"{level} {value!r}: no '+' in a name (record folders write ':' "
-                         f"as '+', so it would read back as {name_of_folder(value)!r}); rename it")
+                         f"as '+', so it would read back as {name_of_path(value)!r}); rename it")
 
 
 def require_writable_dir(path, flag: str) -> Path:
@@ -126,14 +118,14 @@ def _virtual_root(path: Path) -> str | None:
 class RecordKey:
     """What names one run record: <dataset>/<backbone>/<method>/<config-hash>/seed<k>
     under a results root. Each name is one folder level, so none may hold a '/'
-    (nor a '+', which stands for ':' in a folder: `folder_name`)."""
+    (nor a '+', which stands for ':' in a folder: `path_name`)."""
 
     dataset: str
     backbone: str
     method: str
     config_hash: str
     seed: int
-    # the folders a parsed key was read from (an older ':' one); () = folder_name's
+    # the folders a parsed key was read from (an older ':' one); () = path_name's
     parsed: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
@@ -157,7 +149,7 @@ class RecordKey:
 
     def _levels(self) -> tuple[str, ...]:
         """The folder names above seed<k>."""
-        return self.parsed or tuple(folder_name(getattr(self, level)) for level in LEVELS)
+        return self.parsed or tuple(path_name(getattr(self, level)) for level in LEVELS)
 
     def path(self, root) -> Path:
         """The record folder under `root`; a record written in a ':' folder
@@ -181,7 +173,7 @@ class RecordKey:
         if len(parts) != 5 or not SEED_DIR.fullmatch(parts[4]):
             raise BenchError(f"{path}: not a run record folder (want <results>/<dataset>/"
                              "<backbone>/<method>/<config-hash>/seed<k>)")
-        return cls(*map(name_of_folder, parts[:4]), int(parts[4][4:]), parsed=tuple(parts[:4]))
+        return cls(*map(name_of_path, parts[:4]), int(parts[4][4:]), parsed=tuple(parts[:4]))
 
     @staticmethod
     def root_of(path) -> Path:
@@ -238,7 +230,7 @@ def key_fields(root, file) -> dict:
     from a 'seed<k>...' part, the config hash from the fourth folder of a path
     at least five deep. Lenient: a failure file may lie anywhere."""
     parts = Path(file).relative_to(root).parts
-    fields = dict(zip(LEVELS[:3], map(name_of_folder, parts[:-1])))
+    fields = dict(zip(LEVELS[:3], map(name_of_path, parts[:-1])))
     seed = next((p for p in parts if p.startswith("seed") and p[4:].split(".")[0].isdigit()), "")
     return {**{k: fields.get(k, "") for k in LEVELS[:3]}, "seed": seed[4:].split(".")[0],
             "config_hash": parts[3] if len(parts) >= 5 else ""}

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.core.files import write_text
+from bench.core.pathnames import path_name
 from bench.report.numbers import aggregate
 from bench.report.options import ReportOptions
 from bench.report.plotting import curves
@@ -171,7 +172,7 @@ def write_tables(tables, out: Path, extra=()) -> list[Path]:
     tdir.mkdir(parents=True, exist_ok=True)
     written = []
     for t in tables:
-        name = f"{t.dataset}_{t.kind}"
+        name = path_name(f"{t.dataset}_{t.kind}")  # no ':' in a file (bench.core.pathnames)
         missing = missing_notes(t)
         write_text(tdir / f"{name}.tex", latex.fragment(t, missing))
         write_text(tdir / f"{name}_doc.tex", latex.document([name]))
@@ -179,7 +180,7 @@ def write_tables(tables, out: Path, extra=()) -> list[Path]:
         written += [tdir / f"{name}.tex", tdir / f"{name}_doc.tex", tdir / f"{name}.md"]
         if t.spec.cells_csv:  # its rows are no groups.csv view: every cell as shown
             written.append(aggregate.write_frame(tdir / f"{name}.csv", tables_frame([t])))
-    names = [f"{t.dataset}_{t.kind}" for t in tables] + list(extra)
+    names = [path_name(f"{t.dataset}_{t.kind}") for t in tables] + list(extra)
     write_text(tdir / "all_tables.tex", latex.document(names))
     return written + [tdir / "all_tables.tex"]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.core.files import write_atomic
+from bench.core.pathnames import path_name
 from bench.calib.metrics import calibration_gap, ece, ece_bins
 
 N_BINS = 15
@@ -119,9 +120,12 @@ def reliability_figure(panels: list[tuple[str, np.ndarray, np.ndarray]], title: 
 
 
 def save(fig, stem: Path) -> list[Path]:
-    """stem.png (150 dpi) and stem.pdf."""
+    """stem.png (150 dpi) and stem.pdf; a ':' of a name in the stem is '+'
+    (bench.core.pathnames). The suffix is appended, not swapped: a timm
+    name's tag (timm:resnet18.a1_in1k) is no suffix, and seeds' files would
+    otherwise collide."""
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    paths = [stem.parent / f"{path_name(stem.name)}.{fmt}" for fmt in ("png", "pdf")]
     for p in paths:  # whole or not at all, as every report file (bench.core.files)
         write_atomic(p, lambda f, fmt=p.suffix[1:]: fig.savefig(f, format=fmt, dpi=150,
                                                                bbox_inches="tight"), binary=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bench.calib import measures as M
 from bench.core.files import write_text
+from bench.core.pathnames import path_name
 from bench.report.render.footnotes import table_notes
 from bench.report.render.tables import (COST_HEADS, Table, backbone_name, block_texts,
                                  ci_note, columns, copied_note, dataset_name, method_name,
@@ -176,7 +177,9 @@ def eval_float(lines: list[str], colsep: str, note: str, title: str, label: str)
 
 
 def write_table(tdir: Path, stem: str, tex: str, md: str) -> list[Path]:
-    """TDIR/stem.tex (the float), stem_doc.tex (it compiled alone) and stem.md."""
+    """TDIR/stem.tex (the float), stem_doc.tex (it compiled alone) and stem.md;
+    a ':' of a name in the stem is '+' (bench.core.pathnames)."""
+    stem = path_name(stem)
     files = {tdir / f"{stem}.tex": tex, tdir / f"{stem}_doc.tex": document([stem]),
              tdir / f"{stem}.md": md + "\n"}
     for path, text in files.items():
