@@ -165,4 +165,19 @@ def test_python_m_on_the_old_script_path_runs_the_moved_module_with_a_note(tmp_p
     usage = bad.stderr.splitlines()[1:]
     assert (bad.returncode, direct.returncode) == (2, 2)
     assert len(usage) == 1 and usage[0].startswith(f"usage: python -m {new} ")
-    assert direct.stderr.splitlines()[-1:] == usage
+    assert direct.stderr.splitlines() == usage  # nothing else: no runpy warning (below)
+
+
+def test_python_m_on_the_new_script_path_runs_without_runpy_warning(tmp_path):
+    """`python -m bench.report.paper.published` once warned (runpy: the module
+    was "found in sys.modules after import of package ... prior to execution"),
+    as bench.report's __init__ imported the whole pipeline, that module with it.
+    As an error here, that warning would fail the run."""
+    fixtures = ROOT / "tests" / "report" / "paper"
+    done = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "bench.report.paper.published",
+         str(fixtures / "paper_tables.tex"), str(fixtures / "released-notebook-numbers.csv")],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+        text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (ROOT / "bench/report/paper/published.csv").read_text()

@@ -17,11 +17,30 @@ still import, warning: bench.report.moved.
 
 What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """
+import importlib
+
 from bench.report import moved as _moved
-from bench.report.pipeline import build
-from bench.report.document import Report
-from bench.report.options import ReportOptions
 
 __all__ = ["build", "Report", "ReportOptions"]
+# name -> the module defining it. Not imported here: each public name loads its
+# module on first use (the module `__getattr__` below), so `import
+# bench.report.<sub>` loads that sub-module alone. An eager import loaded the
+# whole pipeline, bench.report.paper.published with it, before `python -m
+# bench.report.paper.published` ran that module (runpy's RuntimeWarning: found
+# in sys.modules prior to execution). importlib in a module `__getattr__`, not
+# import statements in functions (tests/test_lazy_imports.py caps those).
+_PUBLIC = {"build": "bench.report.pipeline", "Report": "bench.report.document",
+           "ReportOptions": "bench.report.options"}
+_old_path = _moved.install()  # an old flat module name as an attribute (bench.report.moved)
 
-__getattr__ = _moved.install()
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        return _old_path(name)
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
