@@ -20,7 +20,9 @@ def add_parser(sub) -> None:
     lp.set_defaults(func=list_command)
     p = sub.add_parser("run", help="train a grid of methods x datasets x backbones x seeds")
     add_fields(p, RunOptions)  # every flag from its RunOptions field (bench.core.flags)
-    p.set_defaults(func=run)
+    # named, not imported: the planner, the sweep and the report summary load
+    # when `bench run` runs (bench.cli.main resolves "module:function")
+    p.set_defaults(func="bench.cli.runcmd:run")
 
 
 def list_command(args) -> int:
@@ -38,13 +40,3 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     """A parsed `bench run` as RunOptions: what the planner, the executors
     and the loaders take."""
     return options_from(RunOptions, args)
-
-
-def run(args) -> int:
-    """`bench run`: bench.cli.runcmd.run with the parsed flags as RunOptions."""
-    # start-up: `bench list` and `bench run --help` share this module; the planner,
-    # the sweep and the report summary load when `bench run` runs
-    # (tests/cli/test_startup.py)
-    from bench.cli import runcmd
-
-    return runcmd.run(run_options(args))

@@ -1,7 +1,9 @@
 """`bench` command line.
 
 Each subcommand lives in its own module exposing `add_parser(sub)` (which
-sets `func` on its parser) — adding a command is one line in COMMANDS.
+sets `func` on its parser: a function, or "module:function" for one whose
+module loads only when the command runs) — adding a command is one line in
+COMMANDS.
 """
 from __future__ import annotations
 
@@ -91,7 +93,7 @@ def _main(argv: list[str] | None) -> int:
             args.no_progress = True
         plugins.load(args.plugin)  # before any name is resolved; workers load them too
         set_handler(signal.default_int_handler)  # the command unwinds: locks, children
-        status = args.func(args)
+        status = _function(args.func)(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return status
     except BrokenPipeError:
@@ -114,6 +116,14 @@ def _main(argv: list[str] | None) -> int:
         set_handler(signal.SIG_IGN)  # a second Ctrl-C must not cut the line short
         print(INTERRUPTED, file=sys.stderr)
         return 130
+
+
+def _function(func):
+    """A command's function: itself, or the one a "module:function" names."""
+    if not isinstance(func, str):
+        return func
+    module, name = func.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def _reader_went_away() -> int:

@@ -1,8 +1,10 @@
 """`bench run` once its flags are parsed (bench.cli.commands builds its parser
-and imports this module when the command runs: `bench list` and `bench run
---help` load none of the planner, the sweep or the report summary)."""
+and names this module's `run` as the command's function, imported by
+bench.cli.main when the command runs: `bench list` and `bench run --help`
+load none of the planner, the sweep or the report summary)."""
 from __future__ import annotations
 
+from bench.cli.commands import run_options
 from bench.datasets.cache import dry_run as no_writes
 from bench.report.render.summary import summary_table
 from bench.sweep import codechange
@@ -12,9 +14,10 @@ from bench.sweep.plan import plan
 from bench.sweep.run import exit_code, run_sweep, summary_text
 
 
-def run(opts: RunOptions) -> int:
+def run(args) -> int:
     """`bench run` with its parsed flags: plan (every check), then the dry run's
     tables or the sweep and its summary; -> the exit status."""
+    opts = run_options(args)
     grid, accepted = codechange.plan_accepting(opts, plan)
     for line in [] if opts.json else accepted:
         print(line)
