@@ -48,7 +48,12 @@ DIGEST_CHARS = 16
 SHARED = ("bench.methods.base", "bench.train.loop", "bench.train.graphstep",
           "bench.train.maskaug", "bench.train.augment", "bench.train.protocol",
           "bench.train.fused", "bench.core.schedule", "bench.train.nets:vmap_safe",
-          "bench.train.staging", "bench.train.streams")
+          "bench.train.staging", "bench.train.streams",
+          # the backbone builders (stems, classifier removal, drop-path scaling,
+          # the small CNN): every method's model starts there
+          "bench.train.backbones", "bench.train.nets:smallcnn_features",
+          "bench.train.nets:drop_classifier", "bench.train.nets:drop_last_linear",
+          "bench.train.nets:scale_drop_path", "bench.train.nets:max_drop_path")
 NOT_RUN = {"annotation", "returns", "type_comment", "ctx"}  # fields that never change a number
 
 

@@ -168,3 +168,22 @@ def test_the_shipped_shared_code_is_at_an_accepted_version():
     moved = [u for u in codeunits.SHARED
              if codeunits.canonical(pins, u, codeunits.unit_digest(u)) != pins["baseline"].get(u)]
     assert moved == [], f"shared units edited without a pin: {moved} (docs/design-notes.md, Code identity)"
+
+
+@pytest.mark.parametrize("path, old, new, unit", [
+    # the small CNN's layers (nets.py) and its builder (backbones.py): backbone
+    # code every method's model starts from
+    ("bench/train/nets.py", "conv_bn(3, 32, 1), conv_bn(32, 64, 2)",
+     "conv_bn(3, 32, 2), conv_bn(32, 64, 2)", "bench.train.nets:smallcnn_features"),
+    ("bench/train/backbones.py", "Backbone(smallcnn_features(), 128,",
+     "Backbone(smallcnn_features(), 128 + 0,", "bench.train.backbones"),
+])
+def test_an_edit_to_backbone_code_retrains_nothing_and_is_named(tree, tmp_path, capsys,
+                                                                 path, old, new, unit):
+    results = tmp_path / "results"
+    before = write_records(grid(results))
+    edit(tree / path, old, new)
+    g = grid(results)
+    assert {s.method: s.chash for s in g.specs} == before and todo(g) == []
+    out = dry_run(results, capsys)
+    assert f"shared training code changed ({unit}) since 2 of the records" in out
