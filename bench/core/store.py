@@ -155,11 +155,13 @@ class RecordKey:
         """The record folder under `root`; a record written in a ':' folder
         (before '+') is found there, so a rerun never trains it twice."""
         path = Path(root).joinpath(*self._levels(), self.seed_name)
-        if self.parsed or path.exists():
-            return path
         names = tuple(getattr(self, level) for level in LEVELS)
+        # a name without ':' has one folder: no look on disk (path() is called
+        # for every record of a grid, many times)
+        if self.parsed or names == self._levels() or path.exists():
+            return path
         older = Path(root).joinpath(*names, self.seed_name)
-        return older if names != self._levels() and older.exists() else path
+        return older if older.exists() else path
 
     @classmethod
     def parse(cls, path, root=None) -> "RecordKey":
