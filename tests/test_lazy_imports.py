@@ -11,8 +11,8 @@ from tests.test_layout import MODULES
 # --------------------------------------------------- a lazy import says why --
 # Imports sit at a module's top; one inside a function stays there for a reason
 # (start-up, an optional package, ...) that a comment on its line or the line
-# above says (one comment heads a contiguous block): docs/design-notes.md,
-# "Start-up". Every module of bench/ is checked.
+# above says (one comment heads a contiguous block): docs/architecture.md,
+# "Plugins and start-up". Every module of bench/ is checked.
 
 
 def unexplained_lazy_imports(source: str) -> list[int]:
@@ -42,7 +42,7 @@ def test_every_lazy_import_says_why():
             if (lines := unexplained_lazy_imports(path.read_text()))}
     assert len(MODULES) > 100  # the whole package was read
     assert bare == {}, ("move each import to its module's top, or say on the line above why "
-                        "it must stay lazy (docs/design-notes.md, 'Start-up')")
+                        "it must stay lazy (docs/architecture.md, 'Plugins and start-up')")
 
 
 def test_the_lazy_import_check_finds_a_bare_one():
@@ -74,8 +74,8 @@ class C:
 # (75 before; 31 when the limit was set, 31 now: bench run's function is
 # named, not imported, and the capture proof's compiled cases added one).
 # Each stays for start-up only: `bench --help` (under 0.2 s), `bench list`,
-# `import bench.api` without torch, a command's --help (docs/design-notes.md,
-# "Start-up").
+# `import bench.api` without torch, a command's --help (docs/architecture.md,
+# "Plugins and start-up").
 MAX_LAZY_BENCH_IMPORTS = 40
 
 
@@ -111,7 +111,7 @@ def test_at_most_40_lazy_imports_of_bench_modules():
     assert sum(per_module.values()) <= MAX_LAZY_BENCH_IMPORTS, (
         f"{sum(per_module.values())} imports of bench modules inside functions "
         f"(at most {MAX_LAZY_BENCH_IMPORTS}): move them to the top unless start-up needs "
-        f"them lazy (docs/design-notes.md, 'Start-up'); per module: {per_module}")
+        f"them lazy (docs/architecture.md, 'Plugins and start-up'); per module: {per_module}")
 
 
 def test_the_lazy_bench_import_count_finds_each_form():

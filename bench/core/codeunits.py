@@ -25,7 +25,7 @@ move between Python versions (ast.dump's and ast.unparse's output may).
 The pins (codepins.json) hold each unit's digest at the commit that
 introduced code identity (`baseline`: what records without `code_units`
 were made by) and the versions accepted as equal (`same`, written by
-`bench run --accept-code-change`). docs/design-notes.md, "Code identity".
+`bench run --accept-code-change`). docs/architecture.md, "Code identity".
 """
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ class Method:
     section = ""
     # The network code this method's numbers depend on besides its own module
     # ("module:TopLevelName", or a whole module): part of its records'
-    # identity (bench.core.codeunits; docs/design-notes.md, "Code identity").
+    # identity (bench.core.codeunits; docs/architecture.md, "Code identity").
     # The default is the model `heads` linear heads build; a method whose
     # `arch` builds another declares that one.
     code: tuple = ("bench.train.nets:MultiHeadNet",)

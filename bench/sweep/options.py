@@ -76,7 +76,7 @@ class RunOptions(ExecutorOptions):
     force: bool = option(False, "retrain finished seeds")
     accept_code_change: bool = option(
         False, "the code edits since the existing records change no number: reuse them and "
-        "count today's code as their version (bench/core/codepins.json; docs/design-notes.md, "
+        "count today's code as their version (bench/core/codepins.json; docs/architecture.md, "
         "\"Code identity\")")
     # bench.api shows no progress bar unless asked (progress=True)
     no_progress: bool = option(False, api_default=True, api_negated="progress")

@@ -16,7 +16,7 @@ What a cluster user meets, each handled here:
 - submitit's files are pickles (each task unpickles its call, the sweep each
   task's result): their folder is made readable and writable by this user
   alone, so on a shared disk (group-writable results) nobody else can swap
-  one and run code as this user (docs/design-notes.md, "Files read back").
+  one and run code as this user (docs/architecture.md, "Files read back").
 """
 from __future__ import annotations
 

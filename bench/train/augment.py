@@ -3,7 +3,7 @@
 torchvision's v2 transform applied to a batch tensor draws ONE operation for
 the whole batch; the paper (and its released code) augments each image on its
 own. Looping torchvision over the images keeps that, but costs one Python
-round trip per image: cheap on CPU, dominant on a GPU (docs/design-notes.md).
+round trip per image: cheap on CPU, dominant on a GPU (docs/architecture.md).
 
 `batched` mode draws (op, magnitude bin, sign) for every image from an explicit
 torch.Generator, groups the images by drawn op and applies each op once to its

@@ -3,7 +3,7 @@ BatchEnsemble (Wen, Tran and Ba, ICLR 2020), Packed-Ensembles (Laurent
 et al., ICLR 2023) and MIMO (Havasi et al., ICLR 2021), each built from a
 registered backbone's modules.
 
-Written here rather than taken from TorchUncertainty (docs/design-notes.md,
+Written here rather than taken from TorchUncertainty (docs/architecture.md,
 "Efficient ensembles": its package imports Lightning on `import`); each
 layer is tested against the paper's equations (tests/train/test_ensembles.py).
 """

@@ -22,7 +22,7 @@ def test_matches_sklearn_ovr_macro(seed):
     probs, labels = _case(seed)
     expected = roc_auc_score(labels, probs, multi_class="ovr", average="macro")
     # Not bit-identical: sklearn integrates the ROC curve, we sum ranks
-    # (Mann-Whitney); they differ by a few ulps (docs/design-notes.md).
+    # (Mann-Whitney); they differ by a few ulps (docs/architecture.md).
     assert auc_ovr_macro(probs, labels) == pytest.approx(expected, abs=1e-12)
 
 

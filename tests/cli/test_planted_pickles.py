@@ -4,7 +4,7 @@ harness reads back (a record's files, the image cache, the report's cache,
 a run's side files, a weights file, a dataset file), executes nothing. Files
 the harness owns are refused in one line and set aside like damaged ones;
 files the user gave (weights, a dataset) are refused in one line, exit 2.
-docs/design-notes.md ("Files read back") lists every such read."""
+docs/architecture.md ("Files read back") lists every such read."""
 from __future__ import annotations
 
 import io

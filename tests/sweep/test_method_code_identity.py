@@ -167,7 +167,7 @@ def test_the_shipped_shared_code_is_at_an_accepted_version():
     pins = codeunits.load_pins()
     moved = [u for u in codeunits.SHARED
              if codeunits.canonical(pins, u, codeunits.unit_digest(u)) != pins["baseline"].get(u)]
-    assert moved == [], f"shared units edited without a pin: {moved} (docs/design-notes.md, Code identity)"
+    assert moved == [], f"shared units edited without a pin: {moved} (docs/architecture.md, Code identity)"
 
 
 @pytest.mark.parametrize("path, old, new, unit", [
