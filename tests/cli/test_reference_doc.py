@@ -21,6 +21,28 @@ def test_reference_doc_matches_what_bench_list_prints():
         "docs/reference.md is stale: run `python -m bench.cli.reference`")
 
 
+def test_reference_doc_lists_every_declared_flag():
+    """Each declared option of bench run / eval / report has a row naming its
+    flag; the flag spellings are read from the parser itself, not from the
+    declarations the generator reads."""
+    import argparse
+
+    from bench.cli.main import build_parser
+
+    text = DOC.read_text()
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for command in ("run", "eval", "report"):
+        section = text.split(f"## `bench {command}` flags")[1].split("\n## ")[0]
+        for action in sub.choices[command]._actions:
+            for flag in action.option_strings:
+                if flag.startswith("--") and flag not in ("--help", "--plugin", "--results", "--out"):
+                    if f"`{flag}`" not in section:
+                        missing.append(f"bench {command} {flag}")
+    assert missing == []
+
+
 def test_reference_doc_names_every_method_dataset_backbone_and_key():
     import dataclasses
 
