@@ -5,8 +5,8 @@
 #
 # Each module is mutated in a throw-away copy of the working tree (mutmut edits
 # files in place) and tested only against the tests that cover it, so a run fits
-# a 2-core machine. Scores go to docs/testing.md by hand; surviving mutants are
-# printed with `mutmut show`. Needs the `mutation` extra: pip install -e '.[mutation]'.
+# a 2-core machine. Surviving mutants are printed with `mutmut show`; each is either
+# equivalent or gets a test. Needs the `mutation` extra: pip install -e ".[mutation]".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
