@@ -43,7 +43,8 @@ class Change:
 
 def code_changes(specs, experiments: dict, results) -> list[str]:
     """One line per experiment with runs left to train whose payload, apart
-    from its code, equals that of complete records under another hash."""
+    from its code (and method keys the older records lack, which came with
+    it), equals that of complete records under another hash."""
     return [f"{c.exp.method}: {', '.join(c.roles)} code changed"
             f"{_named(own_changes(c))} since config {c.old} ({c.n} record{'s' * (c.n != 1)}); "
             f"training config {c.exp.chash}" for c in changes(specs, experiments, results)]
@@ -104,6 +105,12 @@ def changed_roles(payload: dict, config: dict) -> list[str] | None:
     everything else the hash sees is equal; None when anything else differs
     (another ablation, not a code change) or nothing does."""
     plain = json.loads(json.dumps(payload, default=str))  # tuples and labels as the record has them
+    if plain.get(METHOD_CODE) != config.get(METHOD_CODE):
+        # a method key the older record lacks came with the code change (a new
+        # default that retrains, rankmixup's rm_form): part of it, not another ablation
+        had = config.get("method_params") or {}
+        plain["method_params"] = {k: v for k, v in plain.get("method_params", {}).items()
+                                  if k in had}
     keys = (set(plain) | set(OPTIONAL)) - set(CODE_KEYS)
     if any(config.get(k) != plain.get(k) for k in keys):
         return None

@@ -120,7 +120,7 @@ def test_defaults_names_and_a_bad_value():
         "dualfocal": "DFL", "acls": "ACLS", "rankmixup": "RankMixup", "mimo": "MIMO",
         "adafocal": "AdaFocal", "cals": "CALS"}
     p = create_method("rankmixup").params
-    assert (p.rm_alpha, p.rm_margin, p.rm_mix_alpha) == (0.1, 2.0, 2.0)
+    assert (p.rm_alpha, p.rm_margin, p.rm_mix_alpha, p.rm_form) == (0.1, 2.0, 2.0, "authors")
     assert all(create_method(n).heads == 1 for n in RECENT if n != "mimo")  # MIMO: M members
     with pytest.raises(BenchError) as err:
         create_method("acls", {"acls_margin": "-1"})
@@ -139,19 +139,31 @@ def test_recent_group_is_out_of_all_and_resolves():
 # ------------------------------------------------------------ RankMixup --
 def test_rankmixup_hand_worked():
     # clean tops 3 and 1, mixed tops 2 and 4, margin 2: relu(2-3+2) = 1 and
-    # relu(4-1+2) = 5; the second pair is of one class (t' has a 1) -> masked;
-    # mean over the batch: (1 + 0) / 2, times alpha 0.1
-    m = create_method("rankmixup")
+    # relu(4-1+2) = 5; the second pair is of one class (t' has a 1).
+    # authors: mean of the mask (1/2) x mean of the terms (3) = 1.5;
+    # rows: the mean of the masked terms, (1 + 0) / 2; each times alpha 0.1
     z = torch.tensor([[3.0, 0.0], [1.0, 0.0], [2.0, 0.0], [4.0, 0.0]], dtype=torch.float64)
     y, y_perm = torch.tensor([0, 1]), torch.tensor([1, 1])
     lam, rest = torch.tensor(0.25), torch.tensor(0.75)
-    got = m.loss(z[:, None, :], (y, y_perm, lam, rest)).detach()
     ce = float(torch.nn.functional.cross_entropy(z[:2], y))
-    assert float(got) == pytest.approx(ce + 0.1 * 0.5, rel=1e-12)
+    for form, term in (("authors", 1.5), ("rows", 0.5)):
+        m = create_method("rankmixup", {"rm_form": form})
+        got = m.loss(z[:, None, :], (y, y_perm, lam, rest)).detach()
+        assert float(got) == pytest.approx(ce + 0.1 * term, rel=1e-12), form
 
 
-def reference_mrl(z, zm, y, y_perm, lam, rest, margin=2.0, alpha=0.1):
-    """Per image as the authors' forward: the mixed target row in float32,
+def authors_mrl(inputs, targets, mixup, target_re, margin=2.0, alpha=0.1):
+    """RankMixup_MRL.forward's arithmetic as their code has it (mask [B]
+    times diff [B, 1], broadcast to [B, B]; torch.max for the tops)."""
+    ce = torch.nn.functional.cross_entropy(inputs, targets)
+    mask = (target_re == 1.0).sum(dim=1).reshape(1, -1)
+    mask = mask.sum(dim=0) == 0.0
+    diff = mixup.max(dim=1)[0].unsqueeze(dim=1) - inputs.max(dim=1)[0].unsqueeze(dim=1)
+    return ce + alpha * (mask * torch.relu(diff + margin)).mean()
+
+
+def reference_rows(z, zm, y, y_perm, lam, rest, margin=2.0, alpha=0.1):
+    """The `rows` reading per image: the mixed target row in float32,
     skipped when an entry is exactly 1; relu(max z' - max z + margin)."""
     k = z.shape[1]
     total = 0
@@ -164,24 +176,76 @@ def reference_mrl(z, zm, y, y_perm, lam, rest, margin=2.0, alpha=0.1):
     return torch.nn.functional.cross_entropy(z, torch.tensor(y)) + alpha * total / len(y)
 
 
-def test_rankmixup_against_the_reference_loop(batch):
+def mixed_batch(batch, form, seed=5):
+    """(method, logits [2B, 1, K] to backpropagate, a detached copy, the
+    loss's target, the float32 mixed target rows t') of one drawn step."""
     z, y = batch
-    gen = torch.Generator().manual_seed(5)
-    m = create_method("rankmixup")
-    d = m.draw(len(y), gen)
+    m = create_method("rankmixup", {"rm_form": form})
+    d = m.draw(len(y), torch.Generator().manual_seed(seed))
     x = torch.randn(len(y), 3, dtype=torch.float64)
     xs, target = m.staged_batch(x, y, d)
-    lam = float(d["lam"][0])
     assert xs.shape[0] == 2 * len(y)
-    assert torch.allclose(xs[len(y):], lam * x + float(d["lam"][1]) * x[d["perm"]], atol=1e-6)
-    zz = torch.cat([z, z.flip(0) * 0.5]).requires_grad_()
-    ref = zz.detach().clone().requires_grad_()
+    assert torch.allclose(xs[len(y):], float(d["lam"][0]) * x
+                          + float(d["lam"][1]) * x[d["perm"]], atol=1e-6)
+    onehot = torch.nn.functional.one_hot(y, z.shape[1]).float()
+    t_re = d["lam"][0] * onehot + d["lam"][1] * onehot[d["perm"]]  # theirs: float32
+    zz = torch.cat([z, z.flip(0) * 0.5]).float().requires_grad_()
+    return m, zz, zz.detach().clone().requires_grad_(), target, t_re
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_rankmixup_equals_the_authors_loss(batch, seed):
+    """Float32 as theirs: equal to 1e-6 (a few float32 eps of the loss's
+    scale, ~10) in value and gradient, on steps with same-class pairs."""
+    m, zz, ref, target, t_re = mixed_batch(batch, "authors", seed)
+    b = len(batch[1])
+    pairs = int((t_re == 1.0).any(dim=1).sum())
+    assert 0 < pairs < b  # some same-class pairs, not all: where the readings differ
     got = m.loss(zz[:, None, :], target)
-    want = reference_mrl(ref[:len(y)], ref[len(y):], y.tolist(), y[d["perm"]].tolist(),
-                         lam, float(d["lam"][1]))
+    want = authors_mrl(ref[:b], batch[1], ref[b:], t_re)
+    got.backward(), want.backward()
+    assert abs(float(got) - float(want)) <= 1e-6
+    assert torch.allclose(zz.grad, ref.grad, rtol=0, atol=1e-6)
+    rows = create_method("rankmixup", {"rm_form": "rows"}).loss(zz[:, None, :], target)
+    assert abs(float(rows) - float(want)) > 1e-4  # the test can tell the readings apart
+
+
+def test_rankmixup_rows_against_the_reference_loop(batch):
+    m, zz, ref, target, _ = mixed_batch(batch, "rows")
+    zz, ref = (t.detach().double().requires_grad_() for t in (zz, ref))
+    z, y = batch
+    got = m.loss(zz[:, None, :], target)
+    _, y_perm, lam, rest = target
+    want = reference_rows(ref[:len(y)], ref[len(y):], y.tolist(), y_perm.tolist(),
+                          float(lam), float(rest))
     got.backward(), want.backward()
     assert float(got.detach()) == pytest.approx(float(want.detach()), rel=1e-12)
     assert torch.allclose(zz.grad, ref.grad, atol=1e-14)
+
+
+def test_rankmixup_tie_gives_the_gradient_to_one_entry():
+    """A clean row with two tied top logits: torch.max (theirs, `authors`)
+    gives the whole gradient of its top to one of them, amax (`rows`) half to each."""
+    z = torch.tensor([[2.0, 2.0, 0.0], [0.0, 1.0, 3.0],
+                      [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], dtype=torch.float64)
+    target = (torch.tensor([0, 2]), torch.tensor([1, 0]), torch.tensor(0.5), torch.tensor(0.5))
+    grads = {}
+    for form in ("authors", "rows"):
+        zz = z.clone().requires_grad_()
+        create_method("rankmixup", {"rm_form": form}).loss(zz[:, None, :], target).backward()
+        ce = z[:2].clone().requires_grad_()
+        torch.nn.functional.cross_entropy(ce, target[0]).backward()
+        grads[form] = (zz.grad[0, :2] - ce.grad[0, :2]).tolist()  # the ranking term's part
+    # d/dz of -alpha * mean_n d_n: -0.1 / 2 on the top of row 0
+    assert sorted(grads["authors"]) == pytest.approx([-0.05, 0.0], abs=1e-15)
+    assert grads["rows"] == pytest.approx([-0.025, -0.025], abs=1e-15)
+
+
+def test_rankmixup_num_mixup_is_one():
+    assert create_method("rankmixup").params.rm_num_mixup == 1
+    with pytest.raises(BenchError) as err:
+        create_method("rankmixup", {"rm_num_mixup": "3"})
+    assert "rm_num_mixup=3" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_rankmixup_fuses_only_with_its_like():

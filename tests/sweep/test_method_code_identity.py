@@ -187,3 +187,35 @@ def test_an_edit_to_backbone_code_retrains_nothing_and_is_named(tree, tmp_path, 
     assert {s.method: s.chash for s in g.specs} == before and todo(g) == []
     out = dry_run(results, capsys)
     assert f"shared training code changed ({unit}) since 2 of the records" in out
+
+
+def test_rankmixups_new_default_retrains_and_says_why(tree, tmp_path, capsys):
+    """Records of older rankmixup code, made before rm_form existed (its
+    `rows` reading, a legacy value out of the hash): today's default
+    (`authors`) trains anew, named in one line as the method's code change."""
+    results = tmp_path / "results"
+    opts = dict(method="rankmixup", dataset="digits", profile="demo", seeds="1",
+                results=str(results))
+    path = tree / "bench/methods/rankmixup.py"
+    today = path.read_text()
+    edit(path, "batch_multiple = 2\n", "batch_multiple = 2\n    older = 1\n")  # the older code
+    rows = plan(RunOptions(**opts, overrides=(("rm_form", "rows"),)))
+    for spec in rows.specs:  # records as written since code identity: with code_units
+        exp = rows.experiments[spec.chash]
+        payload = json.loads(json.dumps(exp.payload(), default=str))
+        store.write_record(spec.record, {**payload, "seed": spec.seed, "config_hash": spec.chash,
+                                         "code_units": dict(exp.code_units)},
+                           {"status": "done"}, {})
+    before = {s.method: s.chash for s in rows.specs}
+    assert todo(rows) == [] and "rm_form" not in rows.experiments[rows.specs[0].chash].payload()[
+        "method_params"]
+    path.write_text(today)
+    g = plan(RunOptions(**opts))
+    after = {s.method: s.chash for s in g.specs}
+    assert after["rankmixup"] != before["rankmixup"] and todo(g) == ["rankmixup"]
+    capsys.readouterr()
+    assert main(["run", "--method", "rankmixup", "--dataset", "digits", "--profile", "demo",
+                 "--seeds", "1", "--dry-run", "--results", str(results)]) == 0
+    assert (f"rankmixup: method code changed (bench.methods.rankmixup) since config "
+            f"{before['rankmixup']} (1 record); training config {after['rankmixup']}"
+            ) in capsys.readouterr().out
