@@ -49,8 +49,8 @@ def run(*leading, **options) -> pd.DataFrame:
     """Train the grid method x dataset x backbone x seed (what is not done yet).
 
     Takes every `bench run` option by its RunOptions field name (`jobs_per_gpu`,
-    `dry_run`, `overrides` for --set; the older `sets=`, `data=`, `plugins=`,
-    `progress=` still work), and the first six positionally (RUN_POSITIONAL).
+    `dry_run`, `overrides` for --set), and the first six positionally
+    (RUN_POSITIONAL).
     Names are a comma string or a list ('paper', 'all' as in `bench run`);
     `seeds` an int N (0..N-1), 'A-B' or a list; `overrides` a dict of `--set`
     values, kept as given (the plan converts each to its field's type);

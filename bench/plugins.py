@@ -28,7 +28,7 @@ command and every worker process import it before resolving a name.
 docs/methods.md ("Your own method") walks through one from an empty folder.
 """
 # a Params field declared with its meaning and allowed values: setting(default,
-# "meaning", range=ge(0)) (a `KEYS` table of (Range, meaning) is read too)
+# "meaning", range=ge(0))
 from bench.core.settings import Range, ge, gt, setting
 from bench.core.errors import BenchError
 from bench.core.plugins import ENV, GROUP, load

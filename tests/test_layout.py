@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import warnings
 from pathlib import Path
 
 import pytest
@@ -88,9 +87,7 @@ def test_every_module_imports_and_says_what_it_is_for(name):
     if name.endswith(".__main__"):  # importing an entry point runs it: compile only
         compile(MODULES[name].read_text(), str(MODULES[name]), "exec")
     else:
-        with warnings.catch_warnings():  # an old path warns: tests/test_old_paths.py
-            warnings.simplefilter("ignore", DeprecationWarning)
-            importlib.import_module(name)
+        importlib.import_module(name)
     doc = ast.get_docstring(ast.parse(MODULES[name].read_text()))
     assert doc and doc.strip(), f"{name} has no docstring saying what it is for"
 
@@ -163,10 +160,6 @@ def test_the_rule_names_only_packages_and_nothing_imports_cli():
     assert set().union(*ALLOWED.values()) <= set(ALLOWED)
     assert ALLOWED["core"] == set() and all("cli" not in deps for deps in ALLOWED.values())
     assert ALLOWED["calib"] == {"core"}  # the calibration maths: arrays in, numbers out
-
-
-# The old module paths (bench.core.moved, bench.report.moved), kept for
-# outside users, and the check that nothing here uses one: tests/test_old_paths.py
 
 
 def test_the_rule_is_read_from_the_readme_table():

@@ -1,7 +1,7 @@
 """An options dataclass's fields as flags: the one place `bench run`,
 `bench report` and `bench data check` get their flags from (each field's
 declaration: bench.core.flags). A field is `--field-name` unless it declares
-another spelling; its older spellings are aliases of the same flag.
+another spelling.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def add_fields(parser, cls, only=None) -> None:
             groups[f.group] = parser.add_argument_group(f.group)
         target = groups.get(f.group, parser)
         text = f.help() if callable(f.help) else f.help  # a help that reads a registry
-        target.add_argument(d.spelling, *f.aliases, dest=d.name, help=text, **_how(d))
+        target.add_argument(d.spelling, dest=d.name, help=text, **_how(d))
         for spelling, value, text in f.consts:
             target.add_argument(spelling, dest=d.name, action="store_const", const=value,
                                 help=text)

@@ -6,8 +6,7 @@ hyper-parameter is declared: range, choices, meaning, in the hash; one
 validate), config and flags (frozen hyper-parameter dataclasses, profiles,
 --set parsing, the config hash), store, record and files (run records on
 disk), paper (the paper's methods, backbones and row order), provenance,
-transfer (non-blocking host-to-device copies), moved (the old paths of the
-calibration modules, now bench.calib, for a deprecation period).
+transfer (non-blocking host-to-device copies).
 
 What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """

@@ -2,12 +2,11 @@
 
     jobs: int | None = option(None, "parallel runs ...")
     overrides: tuple = option((), "override a hyper-parameter ...", flag="--set",
-                              kind=PAIRS, nargs="+", metavar="KEY=VALUE", api=("sets",))
+                              kind=PAIRS, nargs="+", metavar="KEY=VALUE")
 
 `option` is `dataclasses.field` with a `Flag` in its metadata: the help text,
-the flag's spelling (default `--field-name`) and older spellings still taken,
-choices, metavar, the help group and the field's kind. The command line
-builds its flags from these (bench/cli/fields.py: argparse stays in
+the flag's spelling (default `--field-name`), choices, metavar, the help
+group and the field's kind. The command line builds its flags from these (bench/cli/fields.py: argparse stays in
 bench/cli), as `bench list --keys` reads the `--set` keys from
 bench.core.settings; bench.api takes the field names as keywords
 (`from_keywords`) and gets its signature from them (`signature`).
@@ -56,15 +55,12 @@ class Flag:
 
     help: str | Callable[[], str] | None = None  # a function: text read when --help is built
     flag: str = ""  # its spelling; "" = --field-name
-    aliases: tuple = ()  # other spellings still taken (a renamed flag keeps its old one)
     kind: str = ""  # one of KINDS; "" = from the annotation
     choices: tuple | None = None
     metavar: str | None = None
     nargs: str | None = None  # "+": several values after one flag (--set a=1 b=2)
     group: str = ""  # the --help section it is listed in
     consts: tuple = ()  # (flag, value, help): flags storing a fixed value (--fuse-seeds)
-    api: tuple = ()  # older bench.api keyword spellings (sets= for overrides)
-    api_negated: str = ""  # a bench.api keyword meaning `not value` (progress=)
     api_default: object = None  # bench.api's default where it is not the command's
     api_own: bool = False  # api_default was given (option() sets it)
     text_values: bool = False  # pairs read as text by their consumer (--data-opt)
@@ -105,7 +101,7 @@ class Declared:
     @property
     def spellings(self) -> tuple:
         """Every flag that sets this field."""
-        return (self.spelling, *self.flag.aliases, *(c[0] for c in self.flag.consts))
+        return (self.spelling, *(c[0] for c in self.flag.consts))
 
     @property
     def api_default(self):
@@ -229,26 +225,20 @@ def _text(value) -> str:
 # ------------------------------------------------------------- bench.api --
 def from_keywords(cls, who: str, values: dict, leading: tuple = (), leading_names: tuple = ()):
     """`cls` from a Python caller's arguments: positional values `leading`,
-    named in order by `leading_names`, then keywords named as the fields (or
-    an older spelling a field declares); any other name is one BenchError
+    named in order by `leading_names`, then keywords named as the fields;
+    any other name is one BenchError
     listing the allowed ones. Fields not given take bench.api's defaults."""
     if len(leading) > len(leading_names):
         raise BenchError(f"{who} takes at most {len(leading_names)} positional arguments "
                          f"({', '.join(leading_names)}); give the others by name")
     fields = {d.name: d for d in declared(cls)}
-    spelled = {old: (d.name, False) for d in fields.values() for old in d.flag.api}
-    spelled.update({d.flag.api_negated: (d.name, True) for d in fields.values()
-                    if d.flag.api_negated})
     given: dict = dict(zip(leading_names, leading))
-    for key, value in values.items():
-        name, negated = spelled.get(key, (key, False))
+    for name, value in values.items():
         if name not in fields:
-            older = f" (older spellings: {', '.join(sorted(spelled))})" if spelled else ""
-            raise BenchError(f"{who}: unknown option {key}; allowed: {', '.join(sorted(fields))}"
-                             + older)
+            raise BenchError(f"{who}: unknown option {name}; allowed: {', '.join(sorted(fields))}")
         if name in given:
-            raise BenchError(f"{who}: {key} given twice (as {name} too); give one")
-        given[name] = (not value) if negated else value
+            raise BenchError(f"{who}: {name} given twice (by position too); give it once")
+        given[name] = value
     return cls(**{name: given.get(name, d.api_default) for name, d in fields.items()})
 
 

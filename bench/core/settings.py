@@ -8,8 +8,6 @@ docs/reference.md) and whether the field enters the config hash. `specs(obj)`
 reads them back for any hyper-parameter dataclass (the training config, a
 method's parameters, a plugin's), `validate(obj)` checks every field against
 them in one line per error, and `hashed(obj)` is what the config hash sees.
-A plugin's Params class may still declare a `KEYS` table
-{field: (Range | None, meaning)} instead: it is read as the same specs.
 """
 from __future__ import annotations
 
@@ -110,18 +108,10 @@ def setting(default, help: str, *, range: Range | None = None, choices=None,
 
 
 def specs(obj) -> dict[str, Spec]:
-    """{field: Spec} of a hyper-parameter dataclass (or its class): from the
-    fields' metadata, else from a legacy `KEYS` table; a field declared
-    neither way gets an empty Spec (no range, no choices, in the hash)."""
-    table = getattr(obj, "KEYS", {})
-    out = {}
-    for f in dataclasses.fields(obj):
-        spec = f.metadata.get("spec")
-        if spec is None and f.name in table:
-            rng, meaning = table[f.name]
-            spec = Spec(help=meaning, range=rng)
-        out[f.name] = spec or Spec()
-    return out
+    """{field: Spec} of a hyper-parameter dataclass (or its class), from the
+    fields' metadata; a field declared without `setting` gets an empty Spec
+    (no range, no choices, in the hash)."""
+    return {f.name: f.metadata.get("spec") or Spec() for f in dataclasses.fields(obj)}
 
 
 def validate(obj, owner: str = "") -> None:

@@ -12,14 +12,11 @@
 The report as a library: `build(results_dir, ReportOptions(...)) -> Report`
 (bench.report.pipeline), then
 `Report.write(out_dir)` (bench.report.document); `bench report` is that and a
-print (bench.report.output). The old flat paths (bench.report.<module>)
-still import, warning: bench.report.moved.
+print (bench.report.output).
 
 What it may import: the README's "Layout" table (tests/test_layout.py enforces it).
 """
 import importlib
-
-from bench.report import moved as _moved
 
 __all__ = ["build", "Report", "ReportOptions"]
 # name -> the module defining it. Not imported here: each public name loads its
@@ -31,12 +28,11 @@ __all__ = ["build", "Report", "ReportOptions"]
 # import statements in functions (tests/test_lazy_imports.py caps those).
 _PUBLIC = {"build": "bench.report.pipeline", "Report": "bench.report.document",
            "ReportOptions": "bench.report.options"}
-_old_path = _moved.install()  # an old flat module name as an attribute (bench.report.moved)
 
 
 def __getattr__(name: str):
     if name not in _PUBLIC:
-        return _old_path(name)
+        raise AttributeError(f"module 'bench.report' has no attribute {name!r}")
     value = getattr(importlib.import_module(_PUBLIC[name]), name)
     globals()[name] = value  # found directly from now on
     return value

@@ -57,14 +57,14 @@ class RunOptions(ExecutorOptions):
         (), "override a training or method hyper-parameter (repeatable, or several after one "
         "--set: --set cycles=1 epochs_per_cycle=1); `bench list --keys` lists every key, its "
         "default and range", flag="--set", kind=PAIRS, nargs="+", metavar="KEY=VALUE",
-        api=("sets",), parse=set_pair)
+        parse=set_pair)
     results: str = option("results", "run-record root")
     data_root: str | None = option(None, "where dataset files live")
     # --data-opt KEY=VALUE: (key, text) pairs, the adapter's own to parse
     data_opts: tuple = option(
         (), f"adapter option (repeatable), keys by dataset: {_KEYS}; a plugin dataset's own (a "
         "bad key is an error listing the valid ones with their meaning)", flag="--data-opt",
-        kind=PAIRS, metavar="KEY=VALUE", text_values=True, api=("data",))
+        kind=PAIRS, metavar="KEY=VALUE", text_values=True)
     download: bool = option(False, "fetch missing MedMNIST files / pretrained weights when "
                                    "online")
     pretrained: bool | None = option(
@@ -78,8 +78,8 @@ class RunOptions(ExecutorOptions):
         False, "the code edits since the existing records change no number: reuse them and "
         "count today's code as their version (bench/core/codepins.json; docs/architecture.md, "
         "\"Code identity\")")
-    # bench.api shows no progress bar unless asked (progress=True)
-    no_progress: bool = option(False, api_default=True, api_negated="progress")
+    # bench.api shows no progress bar unless asked (no_progress=False)
+    no_progress: bool = option(False, api_default=True)
     dry_run: bool = option(False, "list the runs, which are done and each run's protocol, "
                                   "then exit")
     json: bool = option(False, "with --dry-run: one JSON object per run (protocol and status); "
@@ -100,13 +100,13 @@ class RunOptions(ExecutorOptions):
         "shift (the test split under MedMNIST-C's corruptions), ood:DATASET|PATH (out-of-"
         "distribution images), site:DATASET|PATH (a labelled test set of the same classes); "
         "on a finished record with kept weights only the missing sets are evaluated "
-        "(docs/shift.md)", flag="--eval", kind=REPEAT, metavar="SPEC", api=("eval",))
+        "(docs/shift.md)", flag="--eval", kind=REPEAT, metavar="SPEC")
     # --plugin MODULE: every command takes it (bench.cli.main adds it to each)
     plugin: tuple = option(
         (), "import MODULE, a .py file or a package folder first (repeatable): it registers "
         "your own methods, datasets or backbones (docs/methods.md); also "
         f"{plugins.ENV}=a,b and entry points in group {plugins.GROUP}", kind=REPEAT,
-        metavar="MODULE|PATH", api=("plugins",), common=True)
+        metavar="MODULE|PATH", common=True)
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class EvalOptions(Options):
     results: str = option("results", "run-record root")
     evals: tuple = option(
         (), "the set to evaluate (repeatable): shift, ood:DATASET|PATH, site:DATASET|PATH "
-        "(docs/shift.md)", flag="--eval", kind=REPEAT, metavar="SPEC", api=("eval",))
+        "(docs/shift.md)", flag="--eval", kind=REPEAT, metavar="SPEC")
     dataset: tuple = option((), "only these datasets (comma list)", kind=REPEAT)
     method: tuple = option((), "only these methods (comma list)", kind=REPEAT)
     backbone: tuple = option((), "only these backbones (comma list)", kind=REPEAT)
@@ -127,4 +127,4 @@ class EvalOptions(Options):
         (), "adapter option of the records' dataset (repeatable; as bench run's)",
         flag="--data-opt", kind=PAIRS, metavar="KEY=VALUE", text_values=True)
     device: str | None = option(None, "cpu | cuda | cuda:N (default: cuda if present)")
-    no_progress: bool = option(False, api_default=True, api_negated="progress")
+    no_progress: bool = option(False, api_default=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import warnings
 from dataclasses import dataclass
 
 from bench.core import store
@@ -31,7 +30,6 @@ from bench.sweep.evals import check, check_sizes, spec_test_size
 from bench.sweep.executors import check_options
 from bench.sweep.grid import build_specs
 from bench.sweep.options import RunOptions
-from bench.sweep.run import run_sweep
 from bench.train.backbones import BACKBONES, canonical_backbone
 
 
@@ -61,15 +59,6 @@ def plan(opts: RunOptions) -> Grid:
         specs = [dataclasses.replace(s, keep_weights=opts.keep_weights, evals=texts)
                  for s in specs]
     return Grid(specs, experiments, datasets)
-
-
-def execute(grid: Grid, opts: RunOptions, progress: bool = True) -> list[dict]:
-    """Deprecated: bench.sweep.run.run_sweep(grid.specs, opts, progress), which
-    now holds the --eval and --tensorboard steps this function added."""
-    warnings.warn("bench.sweep.plan.execute(grid, opts) is deprecated; use "
-                  "bench.sweep.run.run_sweep(grid.specs, opts)", DeprecationWarning,
-                  stacklevel=2)
-    return run_sweep(grid.specs, opts, progress)
 
 
 def resolve_run(opts: RunOptions):

@@ -18,7 +18,7 @@ from bench.core.errors import BenchError
 from pluginutil import clean_plugins, confpen_site  # noqa: F401  (fixtures)
 
 TINY = {"cycles": 1, "epochs_per_cycle": 1, "image_size": 16, "batch_size": 64}
-GRID = dict(dataset="digits", backbone="smallcnn", seeds=1, profile="quick", sets=TINY)
+GRID = dict(dataset="digits", backbone="smallcnn", seeds=1, profile="quick", overrides=TINY)
 CLI_GRID = ["--dataset", "digits", "--backbone", "smallcnn", "--seeds", "1", "--profile",
             "quick", *[a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]]
 
@@ -74,7 +74,7 @@ def test_errors_are_the_command_lines_one_line_bench_errors(tmp_path, capsys):
     with pytest.raises(BenchError, match="unknown option jobz; allowed: .*jobs_per_gpu"):
         api.run(method="sl1h", results=tmp_path / "r", jobz=2, **GRID)
     with pytest.raises(BenchError, match="--set heads: not a key of sl1h; it belongs to"):
-        api.run(method="sl1h", results=tmp_path / "r", **{**GRID, "sets": {"heads": 3}})
+        api.run(method="sl1h", results=tmp_path / "r", **{**GRID, "overrides": {"heads": 3}})
     assert not (tmp_path / "r" / "digits").exists()
 
 
@@ -85,12 +85,12 @@ def test_a_plugin_named_in_plugins_reaches_the_workers(tmp_path, monkeypatch, cl
         from bench.methods.sl1h import CrossEntropy
         from bench.plugins import register_method
 
-        @register_method("apice", "CE from a module named in bench.api.run(plugins=...)")
+        @register_method("apice", "CE from a module named in bench.api.run(plugin=...)")
         def factory():
             return CrossEntropy("apice")
         """))
     monkeypatch.chdir(tmp_path)
-    df = api.run(method="apice", results=tmp_path / "r", plugins=["apimethod"], **GRID)
+    df = api.run(method="apice", results=tmp_path / "r", plugin=["apimethod"], **GRID)
     assert list(df["status"]) == ["done"], df["reason"].tolist()
     code = json.loads((tmp_path / df["record"][0] / "config.json").read_text())["code"]
     assert code["method"]["origin"] == "plugin" and code["method"]["module"] == "apimethod"
@@ -99,7 +99,7 @@ def test_a_plugin_named_in_plugins_reaches_the_workers(tmp_path, monkeypatch, cl
 def test_the_example_plugin_imported_by_the_caller_trains_on_the_pool(confpen_site, tmp_path):
     import importlib
 
-    importlib.import_module("mhml_confpen")  # as a notebook would; no plugins=
+    importlib.import_module("mhml_confpen")  # as a notebook would; no plugin=
     df = api.run(method="confpen", results=tmp_path / "r", **GRID)
     assert list(df["status"]) == ["done"], df["reason"].tolist()
     assert 0 <= df["test_ece"][0] <= 1

@@ -246,7 +246,7 @@ def test_api_evaluate_takes_the_field_names(kept, tmp_path):
 
     _, results, _ = kept
     fourth = image_folder(tmp_path / "fourth", 4, 4)
-    df = bench.api.evaluate(str(results), eval=f"ood:{fourth}", method="2hml")
+    df = bench.api.evaluate(str(results), evals=f"ood:{fourth}", method="2hml")
     assert list(df["status"]) == ["evaluated"] and list(df["images"]) == [4]
     assert df["record"][0].startswith("digits/smallcnn/2hml/")
     rec = next(r for r in records(results) if r.method == "2hml")

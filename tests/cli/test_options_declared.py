@@ -2,22 +2,20 @@
 built from a field of its options dataclass (RunOptions, ReportOptions) and
 every field is a flag; bench.api takes the field names and nothing else;
 the command line's text and a notebook's dict, list or int give equal
-options; an older spelling of a flag or keyword keeps working."""
+options."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
-from dataclasses import dataclass
 
 import pytest
 
 import bench.api as api
-from bench.cli.fields import add_fields
 from bench.cli.main import build_parser, main
 from bench.cli.report import PLACES, options_of
 from bench.cli.typed import options_from
 from bench.core.errors import BenchError
-from bench.core.flags import PAIRS, Options, declared, option
+from bench.core.flags import declared
 from bench.report.options import KINDS, ReportOptions
 from bench.sweep.options import RunOptions
 
@@ -83,27 +81,17 @@ def test_the_api_refuses_an_unknown_name_listing_the_allowed_ones(call, cls, tmp
         call(colour="red")
     line = str(err.value)
     assert "\n" not in line and "unknown option colour; allowed: " in line
-    allowed = line.split("allowed: ")[1].split(" (older")[0].split(", ")
+    allowed = line.split("allowed: ")[1].split(", ")
     assert allowed == sorted(f.name for f in dataclasses.fields(cls))
     assert not any(tmp_path.iterdir())
 
 
-def test_an_option_given_under_two_spellings_is_one_error(tmp_path):
-    with pytest.raises(BenchError, match="sets given twice"):
-        api.run(overrides={"lr": 0.1}, sets={"lr": 0.2}, results=tmp_path / "r")
+def test_an_option_given_by_position_and_keyword_is_one_error(tmp_path):
+    with pytest.raises(BenchError, match="method given twice"):
+        api.run("sl1h", method="2hml", results=tmp_path / "r")
     with pytest.raises(BenchError, match="at most 6 positional"):
         api.run("sl1h", "digits", None, 1, "quick", {}, "extra")
-
-
-def test_old_api_spellings_mean_their_fields():
-    from bench.core.flags import from_keywords
-
-    old = from_keywords(RunOptions, "t", dict(sets={"lr": 0.1}, data={"train_per_class": 10},
-                                              plugins=["m"], progress=True))
-    assert old == from_keywords(RunOptions, "t", dict(
-        overrides={"lr": 0.1}, data_opts={"train_per_class": "10"}, plugin=("m",),
-        no_progress=False))
-    assert from_keywords(RunOptions, "t", {}).no_progress  # no bars unless asked
+    assert not (tmp_path / "r").exists()
 
 
 def test_command_line_text_and_python_values_give_equal_options():
@@ -145,33 +133,6 @@ def test_a_bad_set_item_is_one_line_before_anything_is_written(tmp_path, capsys)
     err = capsys.readouterr().err.strip()
     assert err == "bench: error: --set expects key=value, got 'lr'"
     assert not (tmp_path / "r").exists()
-
-
-# ------------------------------------------------- renamed flags: aliases --
-@dataclass(frozen=True)
-class Renamed(Options):
-    """A toy options class: one flag renamed, its old spelling kept."""
-
-    jobs_per_gpu: int = option(1, "runs per GPU", aliases=("--per-gpu",))
-    sets: tuple = option((), "KEY=VALUE", flag="--set", kind=PAIRS, nargs="+",
-                         aliases=("--override",), api=("overrides",))
-    fast: bool = option(False, "go fast", aliases=("--quick",))
-
-
-def parse(*argv):
-    p = argparse.ArgumentParser()
-    add_fields(p, Renamed)
-    return options_from(Renamed, p.parse_args(list(argv)))
-
-
-def test_a_renamed_flag_keeps_its_old_spelling():
-    new = parse("--jobs-per-gpu", "2", "--set", "a=1", "b=x", "--fast")
-    assert parse("--per-gpu", "2", "--override", "a=1", "b=x", "--quick") == new
-    assert new == Renamed(jobs_per_gpu=2, sets=(("a", "1"), ("b", "x")), fast=True)
-    from bench.core.flags import from_keywords
-
-    assert from_keywords(Renamed, "t", {"overrides": {"a": "1", "b": "x"}, "fast": True,
-                                        "jobs_per_gpu": 2}) == new
 
 
 def test_the_fuse_seeds_alias_still_sets_fuse():

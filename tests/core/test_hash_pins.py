@@ -29,12 +29,12 @@ RUNS = [
      {"sl1h": "1519d0f7337b", "4hml": "c3d5f92e15a6"}),
     # speed-only switches (compile, eval_batch_size) set: they must stay out
     (dict(method="sl1h,mixup", profile="demo",
-          sets={"lr": "0.05", "drop_path": "0.1", "size_rule": "uniform",
+          overrides={"lr": "0.05", "drop_path": "0.1", "size_rule": "uniform",
                 "augment_mode": "per_image", "compile": "true", "eval_batch_size": "64",
                 "alpha": "0.4"}),
      {"sl1h": "d7dfded9acb5", "mixup": "946d28092892"}),
     (dict(method="focal,flsd53,mbls,ls,dca", profile="quick",
-          sets={"gamma": "2", "threshold": "0.3", "margin": "3", "epsilon": "0.1", "beta": "1",
+          overrides={"gamma": "2", "threshold": "0.3", "margin": "3", "epsilon": "0.1", "beta": "1",
                 "weight_decay": "1e-4", "momentum": "0.5", "batch_size": "16",
                 "eta_min": "1e-5", "augment": "false", "drop_last": "false",
                 "checkpoint_score": "mean_prob", "imagenet_weights": "same", "bf16": "true",
@@ -42,7 +42,7 @@ RUNS = [
      {"focal": "2a3a36eab7bb", "flsd53": "219779906b8c", "mbls": "7653bb4298fd",
       "ls": "400c592290cb", "dca": "10b1949286c1"}),
     (dict(method="mhml", profile="quick",
-          sets={"heads": "3", "mh_loss": "paper", "class_groups": "numpy", "cycles": "2",
+          overrides={"heads": "3", "mh_loss": "paper", "class_groups": "numpy", "cycles": "2",
                 "epochs_per_cycle": "7", "image_size": "16", "test_size": "24",
                 "augment_size": "20", "channels_last": "true", "cudnn_benchmark": "false"}),
      {"mhml": "3d25ce55d558"}),
@@ -80,11 +80,10 @@ def _typed(text: str):
     return text
 
 
-@pytest.mark.parametrize("args, expected", [r for r in RUNS if "sets" in r[0]])
+@pytest.mark.parametrize("args, expected", [r for r in RUNS if "overrides" in r[0]])
 def test_typed_set_values_give_the_same_hashes(args, expected, tmp_path):
     """--set values carried typed (bench.api's dict, the plan's conversion)
     hash as their text did: records on disk stay done."""
-    typed = {**args, "overrides": {k: _typed(v) for k, v in args["sets"].items()}}
-    del typed["sets"]
+    typed = {**args, "overrides": {k: _typed(v) for k, v in args["overrides"].items()}}
     runs = api.run(dataset="digits", seeds=1, results=str(tmp_path), dry_run=True, **typed)
     assert dict(zip(runs["method"], runs["config_hash"])) == expected

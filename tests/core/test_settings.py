@@ -4,7 +4,6 @@ accepts a config (--set, profiles, bench.api, the training loop) runs the one
 `validate`."""
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar
 
 import pytest
 
@@ -24,20 +23,19 @@ class Declared:
 
 
 @dataclass(frozen=True)
-class Legacy:
-    """A plugin's Params in the older style: a KEYS table of (Range, meaning)."""
+class Plugin:
+    """A plugin's Params, declared as the bundled example's are."""
 
-    beta: float = 0.1
-    KEYS: ClassVar[dict] = {"beta": (ge(0), "weight of the penalty")}
+    beta: float = setting(0.1, "weight of the penalty", range=ge(0))
 
 
-def test_specs_read_field_metadata_and_legacy_keys_alike():
+def test_specs_read_field_metadata():
     got = specs(Declared)
     assert list(got) == ["rate", "mode", "lazy", "speed", "flag", "plain"]
     assert got["rate"] == Spec(help="a rate", range=Range(0, 1, high_open=True), also=(-1.0,))
     assert got["plain"] == Spec()
     assert specs(Declared()) == got  # an instance or its class
-    assert specs(Legacy()) == {"beta": Spec(help="weight of the penalty", range=Range(low=0))}
+    assert specs(Plugin()) == {"beta": Spec(help="weight of the penalty", range=Range(low=0))}
 
 
 def test_text_is_what_the_listing_shows():
@@ -64,17 +62,17 @@ def test_validate_one_line_per_bad_value(change, message):
     assert str(err.value) == message
 
 
-def test_validate_names_the_owner_of_a_choice_and_reads_legacy_ranges():
+def test_validate_names_the_owner_of_a_choice_and_reads_a_plugins_range():
     with pytest.raises(BenchError, match=r"^unknown 3hml mode 'c'; choose from: a, b$"):
         validate(dataclasses.replace(Declared(), mode="c"), owner="3hml")
     with pytest.raises(BenchError, match=r"^--set beta=-1: must be >= 0 \(weight of the "):
-        validate(Legacy(beta=-1))
+        validate(Plugin(beta=-1))
 
 
 def test_hashed_leaves_out_exactly_the_fields_declared_so():
     assert hashed(Declared()) == {"rate": 0.5, "mode": "a", "lazy": "x", "flag": True,
                                   "plain": 3}
-    assert hashed(Legacy()) == {"beta": 0.1}
+    assert hashed(Plugin()) == {"beta": 0.1}
 
 
 # ------------------------------------------------ every path runs validate --
@@ -86,7 +84,7 @@ def test_bench_api_refuses_a_bad_value_before_writing(tmp_path):
     from bench import api
 
     with pytest.raises(BenchError, match=f"^{MESSAGE}"):
-        api.run(profile="quick", sets=BAD, results=str(tmp_path / "r"), dry_run=True)
+        api.run(profile="quick", overrides=BAD, results=str(tmp_path / "r"), dry_run=True)
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").rglob("*"))
 
 

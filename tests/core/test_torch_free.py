@@ -10,8 +10,7 @@ from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "bench" / "core"
 PROBE = """
-import importlib, json, sys, warnings
-warnings.simplefilter("ignore", DeprecationWarning)  # the moved modules' old paths
+import importlib, json, sys
 loaded = {{}}
 for name in {names}:
     importlib.import_module(name)

@@ -3,10 +3,7 @@ benchmarks/lr_walk.py's rule (its docstring), and the edge where it is typed."""
 import importlib.util
 from pathlib import Path
 
-import pytest
-
 from bench.cli.main import main
-from sweeputil import run_args
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,12 +38,3 @@ def test_a_bad_training_value_fails_as_the_command_line_is_parsed(capsys, tmp_pa
     assert err.strip() == "bench: error: --set lr=fast: expected float, got 'fast'"
     assert not any(tmp_path.iterdir())
 
-
-def test_plan_execute_still_runs_the_sweep_and_warns(tmp_path):
-    from types import SimpleNamespace
-
-    from bench.sweep.plan import execute
-
-    with pytest.warns(DeprecationWarning, match="run_sweep"):
-        assert execute(SimpleNamespace(specs=[]), run_args(tmp_path, "--executor", "inline"),
-                       progress=False) == []

@@ -6,17 +6,15 @@ loss = CE(z, y) - beta * H(softmax(z)),   H(p) = -sum_k p_k log p_k,
 averaged over the batch: low-entropy (over-confident) predictions cost more.
 """
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch.nn.functional as F
 
-from bench.plugins import Method, ge, register_method
+from bench.plugins import Method, ge, register_method, setting
 
 
 @dataclass(frozen=True)
 class ConfPenParams:
-    beta: float = 0.1  # the penalty's weight
-    KEYS: ClassVar[dict] = {"beta": (ge(0), "confpen: weight of the entropy penalty")}
+    beta: float = setting(0.1, "confpen: weight of the entropy penalty", range=ge(0))
 
 
 class ConfidencePenalty(Method):

@@ -1,4 +1,0 @@
-"""Deprecated: moved to bench.calib.measures (bench.core.moved)."""
-from bench.core.moved import alias
-
-alias(__name__)
