@@ -23,7 +23,19 @@ validation split, r_n the top probability, a_n = 1[argmax = label], N images:
 equal-mass edges E_0..E_B = the sorted r interpolated linearly at positions
 i N / B (numpy.interp on 0..N-1, clamped at the ends); bin b holds the r_n
 in (E_b, E_{b+1}] (so the smallest r, at E_0, is in none), and its gap
-G_b = mean r - mean a over it (0 for an empty bin). Then, per bin:
+G_b = mean r - mean a over it (0 for an empty bin). `adafocal_precision`:
+
+  float32 (default, the authors' utils/metrics.py): r = exp(max log_softmax)
+      in float32, the membership tests in float32 (their float32 tensor
+      against each edge, which torch rounds to float32), the bin means in
+      float32; the edges themselves float64 (numpy.interp). Confidences
+      that round to exactly 1.0 are tied and cross an edge together: with
+      more than about N / B of them the top edges are all 1.0, those bins
+      (1.0, 1.0] are empty, their gap is 0 and their gamma stops moving;
+  float64 (what this harness ran before): r and the tests in float64, from
+      the float32 logits.
+Records made at float64 keep their hash (the key is out of it at that
+value, Spec.legacy). Then, per bin:
 
     g' = g exp(lambda G_b)   if g > 0,   g exp(-lambda G_b)   otherwise
     if |g'| < S:  g' = -S if g' > 0 else S    (focal <-> inverse focal)
@@ -60,6 +72,11 @@ class AdaFocalParams:
                                         range=Range())
     adafocal_switch: float = setting(0.2, "adafocal: |gamma| below which a bin switches "
                                      "between focal and inverse focal", range=gt(0))
+    # the released code by default; "float64" is the harness's earlier
+    # statistics (its records keep their hash: legacy)
+    adafocal_precision: str = setting(
+        "float32", "adafocal: float32 (the authors': validation confidences and bin tests in "
+        "float32) | float64", choices=("float32", "float64"), legacy="float64")
 
 
 def adafocal_loss(z, y, gammas, inner_edges):
@@ -80,15 +97,30 @@ def adafocal_loss(z, y, gammas, inner_edges):
 
 
 def equal_mass_gaps(conf: np.ndarray, correct: np.ndarray, bins: int):
-    """(edges [bins + 1], gaps [bins]) of the validation split (module text)."""
+    """(edges [bins + 1] float64, gaps [bins]) of the validation split
+    (module text); membership and means in conf's own precision."""
     n = len(conf)
     edges = np.interp(np.linspace(0, n, bins + 1), np.arange(n), np.sort(conf))
+    cut = edges.astype(conf.dtype)  # float32 conf: the edge rounded, as torch compares
     gaps = np.zeros(bins)
     for b in range(bins):
-        inside = (conf > edges[b]) & (conf <= edges[b + 1])
+        inside = (conf > cut[b]) & (conf <= cut[b + 1])
         if inside.any():
-            gaps[b] = conf[inside].mean() - correct[inside].mean()
+            gaps[b] = float(conf[inside].mean()) - float(correct[inside].mean())
     return edges, gaps
+
+
+def confidences(logits: np.ndarray, labels: np.ndarray, precision: str):
+    """(r, a) of the validation logits [N, M, K] in `precision` (module text)."""
+    if precision == "float64":
+        prob = softmax64(logits)
+        return prob.max(axis=1), (prob.argmax(axis=1) == labels).astype(np.float64)
+    # torch on demand: `bench list` imports every method module (the METHODS registry)
+    import torch
+
+    z = torch.from_numpy(np.ascontiguousarray(np.asarray(logits, dtype=np.float32)[:, 0]))
+    logp, pred = z.log_softmax(dim=1).max(dim=1)
+    return logp.exp().numpy(), (pred.numpy() == labels).astype(np.float32)
 
 
 def next_gammas(gammas: np.ndarray, gaps: np.ndarray, p: AdaFocalParams) -> np.ndarray:
@@ -127,8 +159,7 @@ class AdaFocal(AdaptiveMethod):
                 "edges": np.arange(1, n) / n}
 
     def update(self, logits, labels, epoch: int) -> dict:
-        prob = softmax64(logits)
-        conf, correct = prob.max(axis=1), (prob.argmax(axis=1) == labels).astype(np.float64)
+        conf, correct = confidences(logits, labels, self.params.adafocal_precision)
         edges, gaps = equal_mass_gaps(conf, correct, self.params.adafocal_bins)
         gammas = next_gammas(self.host_state()["gamma"], gaps, self.params)
         return {"gamma": gammas, "edges": edges[1:-1]}
