@@ -32,8 +32,10 @@ def check_sizes(backbone: str, train: int, test: int, method: str) -> None:
 def check_builds(backbone: str, train: int, test: int, impl: str = "torchvision") -> None:
     """Refuse a timm:/tv: model that cannot take the run's sizes (torchvision's
     DenseNet pools 16 px to nothing, its ViT takes 224 px only): the model is
-    built at the training size once and two blank images go through it at
-    each size; the line names the smallest of PROBE_SIZES it takes."""
+    built at the training size once (its heads' width measured there,
+    bench.train.backbones.pooled_width) and two blank images go through it at
+    each size, which must give that width; the line names the smallest of
+    PROBE_SIZES it takes."""
     name = canonical_backbone(backbone)
     if name.startswith((TIMM_PREFIX, TV_PREFIX)):
         bad = _probe(name, train, (train, test) if test and test != train else (train,), impl)
@@ -49,10 +51,15 @@ def _probe(backbone: str, build: int, sizes: tuple, impl: str) -> str:
 
     size = build
     try:
-        model = create_backbone(backbone, build, impl=impl).features.eval()
+        bb = create_backbone(backbone, build, impl=impl)  # measures its width at `build` px
+        model = bb.features.eval()
         with torch.no_grad():
             for size in sizes:
-                model(torch.zeros(2, 3, size, size))
+                width = model(torch.zeros(2, 3, size, size)).shape[1:]
+                if tuple(width) != (bb.dim,):
+                    return (f"backbone '{backbone}' gives {tuple(width)} features at {size} px "
+                            f"but {bb.dim} at {build} px, where its heads are built; use "
+                            f"--set test_size={build}")
     except (RuntimeError, ValueError, AssertionError, TypeError) as err:
         why = (str(err).splitlines() or [type(err).__name__])[0][:100]
         fits = next((s for s in PROBE_SIZES if s > size and not _probe(backbone, s, (s,), impl)),

@@ -167,8 +167,35 @@ def timm_backbone(model_name: str, image_size: int, pretrained: bool, weights=No
         weights = resolve_weights(model_name, pretrained=True, impl="timm")
     if weights is not None:
         load_into(model, weights, model_name)
-    return Backbone(model, model.num_features, weights=weights.label if weights else "random",
+    dim = pooled_width(model, image_size, TIMM_PREFIX + model_name)
+    return Backbone(model, dim, weights=weights.label if weights else "random",
                     impl="timm", drop_path=max_drop_path(model))
+
+
+def pooled_width(model: nn.Module, image_size: int, name: str) -> int:
+    """The width of the features `model` gives one image of `image_size` px
+    (224 when 0), measured: timm's `num_features` is the width before the
+    head, which is not what comes out where a head layer follows the pool
+    (MobileNetV3's conv_head: 288 -> 1,024). One blank image in eval mode,
+    no grad; every module's mode and the global RNG are left as they were,
+    so the model built is the one built without the measurement."""
+    # torch on demand: `bench list` imports this module (the BACKBONES registry)
+    import torch
+
+    modes = [(m, m.training) for m in model.modules()]
+    size = image_size or 224
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            out = model.eval()(torch.zeros(1, 3, size, size))
+    finally:
+        for m, mode in modes:
+            m.training = mode
+    if not isinstance(out, torch.Tensor) or out.dim() != 2:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise BenchError(f"backbone '{name}' gives {got} for one {size} px image, not one "
+                         "feature vector per image, so no head can go on it; choose another "
+                         "model")
+    return int(out.shape[1])
 
 
 # The libraries' default stochastic-depth rates (torchvision's builders, timm's
@@ -345,26 +372,31 @@ TV_PREFIX = "tv:"
 # the attributes torchvision's classifiers hang on (ResNet fc; EfficientNet,
 # MobileNet, VGG, DenseNet, ConvNeXt classifier; Swin head; ViT heads)
 TV_CLASSIFIERS = ("fc", "classifier", "head", "heads")
+# builder arguments: GoogLeNet and Inception v3 return their auxiliary
+# classifiers' logits beside the features in training mode, which no head
+# takes (those classifiers are dropped, as the heads replace the classifier)
+TV_BUILD = {"googlenet": {"aux_logits": False}, "inception_v3": {"aux_logits": False}}
 
 
 def _tv_any(image_size: int, pretrained: bool = False, weights=None, drop_path: float = -1.0,
             model_name: str = "", **_) -> Backbone:
     """Any torchvision classifier: its builder with no weights, the last Linear
     of its classifier replaced by Identity (what comes before it, e.g. VGG's
-    hidden layers or ConvNeXt's norm, stays), the heads new on its in_features."""
+    hidden layers or ConvNeXt's norm, stays), the heads new on the width it gives."""
     # torchvision and torch on demand: `bench list` imports this module (the BACKBONES registry)
     import torchvision
     from bench.train.nets import drop_last_linear, max_drop_path, scale_drop_path
     from bench.train.weights import load_into, resolve_weights
 
-    model = torchvision.models.get_model(model_name, weights=None)
+    model = torchvision.models.get_model(model_name, weights=None, **TV_BUILD.get(model_name, {}))
     if drop_path >= 0:
         scale_drop_path(model, drop_path)
-    dim = drop_last_linear(model, TV_CLASSIFIERS, f"tv:{model_name}")
+    drop_last_linear(model, TV_CLASSIFIERS, f"tv:{model_name}")
     if pretrained and weights is None:
         weights = resolve_weights(TV_PREFIX + model_name, pretrained=True, impl="torchvision")
     if weights is not None:
         load_into(model, weights, f"torchvision {model_name}")
+    dim = pooled_width(model, image_size, TV_PREFIX + model_name)
     return Backbone(model, dim, weights=weights.label if weights else "random",
                     impl="torchvision", drop_path=max_drop_path(model))
 
