@@ -10,6 +10,8 @@ and Nakkiran 2024, through their `relplot` package) and AURC.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from bench.calib.metrics import NLL_EPS, _linspace01, ece
@@ -101,35 +103,69 @@ def ece_at(n_bins: int):
 # A measure with a bootstrap interval declares a resampler (bench.calib.measures):
 # fn(probs, labels, idx [R, N]) -> its value on each of the R resamples, in one
 # vectorised pass (a loop of R calls would cost seconds per record).
+#
+# The draws depend only on (N, R, seed), so one report draws them once per
+# test-set size: the index arrays are cached read-only, and with them their
+# multiplicities counts[r, j] (how often sample j is drawn in resample r).
+# Every built-in resampler is then a product with that matrix (one BLAS call
+# instead of a gather and a bincount over R x N draws per record and measure).
+@functools.lru_cache(maxsize=4)
+def _indices(n: int, n_boot: int, seed: int) -> np.ndarray:
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    idx.flags.writeable = False
+    return idx
+
+
 def resample_indices(n: int, n_boot: int = BOOT_RESAMPLES, seed: int = BOOT_SEED) -> np.ndarray:
-    """[n_boot, n] indices drawn with replacement (numpy default_rng(seed))."""
-    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    """[n_boot, n] indices drawn with replacement (numpy default_rng(seed)); read-only."""
+    return _indices(int(n), int(n_boot), int(seed))
+
+
+_COUNTS: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(idx) -> (idx, its counts)
+
+
+def multiplicities(idx: np.ndarray) -> np.ndarray:
+    """counts[r, j] (float64 [R, N], read-only): how often sample j is drawn
+    in resample r. Kept for the read-only arrays of resample_indices, which
+    cannot change under the cache; computed afresh for any other array."""
+    hit = _COUNTS.get(id(idx))
+    if hit is not None and hit[0] is idx:
+        return hit[1]
+    idx = np.asarray(idx)
+    n_boot, n = idx.shape
+    slots = (idx + n * np.arange(n_boot)[:, None]).ravel()
+    counts = np.bincount(slots, minlength=n_boot * n).reshape(n_boot, n).astype(np.float64)
+    counts.flags.writeable = False
+    if not idx.flags.writeable:
+        if len(_COUNTS) >= 4:
+            _COUNTS.pop(next(iter(_COUNTS)))
+        _COUNTS[id(idx)] = (idx, counts)
+    return counts
 
 
 def acc_resamples(probs, labels, idx) -> np.ndarray:
     correct = (np.asarray(probs).argmax(axis=1) == labels).astype(np.float64)
-    return correct[idx].mean(axis=1)
+    return multiplicities(idx) @ correct / idx.shape[1]  # integer sums: exact
 
 
 def ece_resamples(probs, labels, idx, n_bins: int = 15) -> np.ndarray:
-    """ECE (the paper's binning) of every resample: one bincount for all of
-    them, resample r's bin b in slot r * (n_bins + 1) + b; sum |gap| / N is
-    torchmetrics' sum of per-bin |acc - conf| x share."""
+    """ECE (the paper's binning) of every resample: resample r's signed gap
+    in bin b is sum_j counts[r, j] (conf_j - correct_j) over the samples j of
+    bin b, one matrix product for all of them; sum |gap| / N is torchmetrics'
+    sum of per-bin |acc - conf| x share."""
     p = np.asarray(probs)
     conf = p.max(axis=1).astype(np.float32)
     correct = (p.argmax(axis=1) == labels).astype(np.float64)
     bins = np.searchsorted(_linspace01(n_bins), conf, side="right") - 1
-    n_boot = len(idx)
-    slot = (bins[idx] + (n_bins + 1) * np.arange(n_boot)[:, None]).ravel()
-    gap = np.bincount(slot, weights=(conf.astype(np.float64) - correct)[idx].ravel(),
-                      minlength=n_boot * (n_bins + 1)).reshape(n_boot, -1)
-    return np.abs(gap).sum(axis=1) / idx.shape[1]
+    w = np.zeros((len(conf), n_bins + 1))
+    w[np.arange(len(conf)), bins] = conf.astype(np.float64) - correct
+    return np.abs(multiplicities(idx) @ w).sum(axis=1) / idx.shape[1]
 
 
 def nll_resamples(probs, labels, idx) -> np.ndarray:
     p = np.asarray(probs)
     p_y = np.clip(p[np.arange(len(labels)), labels].astype(np.float64), NLL_EPS, 1 - NLL_EPS)
-    return -np.log(p_y)[idx].mean(axis=1)
+    return multiplicities(idx) @ -np.log(p_y) / idx.shape[1]
 
 
 def bootstrap_ci(probs: np.ndarray, labels: np.ndarray, resamplers: dict, n_boot: int = BOOT_RESAMPLES,
@@ -161,4 +197,4 @@ def seed_interval(values, level: float = BOOT_LEVEL) -> tuple[float, float] | No
 
 __all__ = ["BIN_COUNTS", "bootstrap_ci", "seed_interval", "adaptive_ece", "classwise_ece",
            "debiased_l2", "smooth_ece", "aurc", "acc_resamples", "ece_resamples",
-           "nll_resamples"]
+           "nll_resamples", "multiplicities", "resample_indices"]

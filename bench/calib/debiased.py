@@ -24,15 +24,18 @@ acc_b (1 - acc_b) / (n_b - 1)])), bins of fewer than two samples adding 0.
 
 A resample is a multiset of the test samples, so everything is computed on
 the samples sorted once by confidence, with per-resample multiplicities
-`counts[r, j]`: a resample's sorted confidences are the sorted originals,
-each repeated `counts[r, j]` times.
+`counts[r, j]` (bench.calib.calibration_measures.multiplicities, shared with
+the other resamplers): a resample's sorted confidences are the sorted
+originals, each repeated `counts[r, j]` times.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from bench.calib.calibration_measures import multiplicities
+
 N_BINS = 15  # the package's default for scaling (continuous) models
-CHUNK = 64  # resamples per pass: bounds memory at ~CHUNK x N x 8 bytes per array
+CHUNK = 64  # resamples per pass: bounds the temporaries at ~CHUNK x N x 8 bytes each
 
 
 def dl2ce_resamples(probs, labels, idx, n_bins: int = N_BINS, squared: bool = False
@@ -43,14 +46,14 @@ def dl2ce_resamples(probs, labels, idx, n_bins: int = N_BINS, squared: bool = Fa
     p = p / p.sum(axis=1, keepdims=True)  # as debiased_l2: float32 rows may sum to 1 +- 1e-7
     conf = p.max(axis=1)
     correct = (p.argmax(axis=1) == np.asarray(labels)).astype(np.float64)
-    idx = np.asarray(idx)
-    out = np.empty(len(idx))
-    discrete = _discrete(p, idx)
+    counts = multiplicities(idx)
+    out = np.empty(len(counts))
+    discrete = _discrete(p, counts)
     for which, fn in ((~discrete, _equal_mass), (discrete, _by_value)):
         rows = np.flatnonzero(which)
         for start in range(0, len(rows), CHUNK):
             part = rows[start:start + CHUNK]
-            out[part] = fn(conf, correct, idx[part], n_bins)
+            out[part] = fn(conf, correct, np.take(counts, part, axis=0), n_bins)
     if squared:
         return out
     return np.sqrt(np.maximum(out, 0.0))
@@ -72,12 +75,26 @@ def dl2ce_interval_resamples(probs, labels, idx, n_bins: int = N_BINS) -> np.nda
     return np.sqrt(np.maximum(squared - (squared.mean() - own), 0.0))
 
 
-def _discrete(p: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Per resample, the package's `is_discrete`: every column of p[idx[r]]
-    has fewer than N/4 distinct values. A column with fewer than N/4 distinct
-    values overall has fewer in every resample; the others are counted per
-    resample, and a resample is continuous from its first such column."""
-    n_boot, n = idx.shape
+def _group_sums(counts: np.ndarray, ids: np.ndarray, u: int, weights=None) -> np.ndarray:
+    """[R, u]: per resample, the drawn total of `weights` (default 1) over the
+    samples of each group ids == g: counts @ G with G[j, ids[j]] = weights[j],
+    G sparse (one entry per sample)."""
+    # scipy on demand: `import bench.api` loads bench.calib, not scipy
+    from scipy.sparse import csc_matrix
+
+    n = len(ids)
+    w = np.ones(n) if weights is None else weights
+    g = csc_matrix((w, (ids, np.arange(n))), shape=(u, n))  # G transposed
+    return np.asarray(g @ counts.T).T
+
+
+def _discrete(p: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per resample, the package's `is_discrete`: every column of the drawn
+    rows has fewer than N/4 distinct values. A column with fewer than N/4
+    distinct values overall has fewer in every resample; for the others a
+    resample's distinct values are the groups of equal values it draws from,
+    and a resample is continuous from its first such column."""
+    n_boot, n = counts.shape
     undecided = np.ones(n_boot, dtype=bool)
     for k in range(p.shape[1]):
         ids = np.unique(p[:, k], return_inverse=True)[1].reshape(-1)
@@ -85,12 +102,8 @@ def _discrete(p: np.ndarray, idx: np.ndarray) -> np.ndarray:
         if u < n / 4:
             continue
         rows = np.flatnonzero(undecided)
-        for start in range(0, len(rows), CHUNK):
-            part = rows[start:start + CHUNK]
-            slot = ids[idx[part]] + u * np.arange(len(part))[:, None]
-            seen = np.bincount(slot.ravel(), minlength=len(part) * u).reshape(len(part), u)
-            distinct = np.count_nonzero(seen, axis=1)
-            undecided[part[distinct >= n / 4]] = False
+        drawn = counts[rows] if u == n else _group_sums(counts[rows], ids, u)
+        undecided[rows[np.count_nonzero(drawn, axis=1) >= n / 4]] = False
         if not undecided.any():
             break
     return undecided
@@ -106,16 +119,14 @@ def _estimate(n_b: np.ndarray, conf_b: np.ndarray, acc_b: np.ndarray, n: int) ->
     return (n_b / n * err).sum(axis=1)
 
 
-def _equal_mass(conf, correct, idx, n_bins: int) -> np.ndarray:
-    n_boot, n = idx.shape
+def _equal_mass(conf, correct, counts, n_bins: int) -> np.ndarray:
+    n_boot, n = counts.shape
     order = np.argsort(conf, kind="stable")
-    cs, cc = conf[order], correct[order].astype(np.int64)
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    r = np.arange(n_boot)[:, None]
+    cs, cc = conf[order], correct[order]
     # counts[r, j]: how often the j-th smallest confidence is drawn in resample r
-    counts = np.bincount((rank[idx] + n * r).ravel(), minlength=n_boot * n).reshape(n_boot, n)
-    cum = np.cumsum(counts, axis=1)
+    counts = np.take(counts, order, axis=1)  # take: several times faster than [:, order]
+    cum = np.cumsum(counts, axis=1)  # whole numbers, exact in float64
+    r = np.arange(n_boot)[:, None]
     # get_equal_bins: array_split's parts, a boundary between consecutive parts
     bins = min(n_bins, n)
     sizes = np.full(bins, n // bins)
@@ -146,14 +157,9 @@ def _equal_mass(conf, correct, idx, n_bins: int) -> np.ndarray:
     return _estimate(n_b, conf_b, acc_b, n)
 
 
-def _by_value(conf, correct, idx, n_bins: int) -> np.ndarray:
+def _by_value(conf, correct, counts, n_bins: int) -> np.ndarray:
     """`get_discrete_bins`: one bin per distinct confidence of the resample."""
-    n_boot, n = idx.shape
     ids = np.unique(conf, return_inverse=True)[1].reshape(-1)
     u = int(ids.max()) + 1
-    slot = (ids[idx] + u * np.arange(n_boot)[:, None]).ravel()
-
-    def total(w):
-        return np.bincount(slot, weights=w, minlength=n_boot * u).reshape(n_boot, u)
-
-    return _estimate(total(None), total(conf[idx].ravel()), total(correct[idx].ravel()), n)
+    return _estimate(_group_sums(counts, ids, u), _group_sums(counts, ids, u, conf),
+                     _group_sums(counts, ids, u, correct), counts.shape[1])
