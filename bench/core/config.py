@@ -7,13 +7,12 @@ overrides (no exec) and the config hash.
 bench.api, the speed tools and the training loop all call it."""
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import typing
 from dataclasses import dataclass, fields, replace
 
 from bench.core.errors import BenchError, choices_error
+from bench.core.files import json_sha256
 from bench.core.flags import pairs, split_pair
 from bench.core.settings import Range, ge, gt, hashed, setting, specs, validate
 
@@ -315,8 +314,7 @@ def result_fields(cfg: TrainConfig) -> dict:
 
 def config_hash(payload: dict) -> str:
     """Short stable hash of everything that changes results."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    return json_sha256(payload)[:12]
 
 
 def parse_data_opts(items) -> dict[str, str]:

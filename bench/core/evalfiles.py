@@ -29,7 +29,6 @@ What a set's arrays hold:
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -140,8 +139,7 @@ def write(record, name: str, arrays: dict[str, np.ndarray], meta: dict) -> Path:
 
 def _digest(obj: dict) -> str:
     body = {k: v for k, v in obj.items() if k != "digest"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"))
-                          .encode()).hexdigest()
+    return files.json_sha256(body)
 
 
 def _with_digest(obj: dict) -> dict:

@@ -58,6 +58,21 @@ def sha256(path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
+# sorted keys, no spaces: the form every digest of a record's JSON is taken in
+COMPACT = (",", ":")
+# json's own separators: the corrupted sets' recipe digests were taken in it
+SPACED = (", ", ": ")
+
+
+def json_sha256(obj: Any, separators: tuple = COMPACT) -> str:
+    """The sha256 (hex) of `obj` as sorted-key JSON, a value JSON cannot hold
+    written as its text (default=str). The one digest of a JSON value: the
+    config hash, metrics.json's and the eval manifest's digests, a corrupted
+    set's recipe key."""
+    text = json.dumps(obj, sort_keys=True, separators=separators, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def move_aside(path, folder=None) -> Path:
     """Rename a damaged file or folder to `<name>.damaged-<UTC time>` beside it
     (or in `folder`: one that outlives the file's own; kept for a look, never

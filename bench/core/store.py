@@ -25,7 +25,6 @@ earlier versions (no `files`, no `digest`) are checked by reading them.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -301,8 +300,7 @@ def metrics_digest(metrics: dict) -> str:
     """sha256 of metrics.json's contents less the digest itself, in a canonical
     form (sorted keys, compact separators) that a JSON round trip keeps."""
     body = {k: v for k, v in metrics.items() if k != DIGEST}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return files.json_sha256(body)
 
 
 def with_digest(metrics: dict) -> dict:

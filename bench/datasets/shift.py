@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import multiprocessing as mp
 import os
 import time
@@ -133,7 +132,7 @@ def recipe_of(dataset: str, size: int, digest: str, n: int, how: str, only=None
 
 
 def recipe_digest(rec: dict) -> str:
-    return hashlib.sha256(json.dumps(rec, sort_keys=True).encode()).hexdigest()
+    return files.json_sha256(rec, files.SPACED)
 
 
 def blocks_of(chosen) -> tuple:

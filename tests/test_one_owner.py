@@ -1,0 +1,68 @@
+"""Each concept has one owner in bench/: a test per concept counts the places
+that implement it and fails on a second one.
+
+- the sha256 of sorted-key JSON: bench.core.files.json_sha256 (the config
+  hash, metrics.json's and the eval manifest's digests, a corrupted set's
+  recipe key all go through it);
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from pathlib import Path
+
+from bench.core import files
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def functions(source: str):
+    """Every function definition of `source` (nested ones too)."""
+    return [n for n in ast.walk(ast.parse(source))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def sorted_json_hashes(source: str) -> list[str]:
+    """Functions that both hash (hashlib.*) and write sorted-key JSON."""
+    found = []
+    for fn in functions(source):
+        calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call)]
+        hashes = any(ast.unparse(c.func).startswith("hashlib.") for c in calls)
+        sorts = any(ast.unparse(c.func).endswith("json.dumps") and any(
+            k.arg == "sort_keys" for k in c.keywords) for c in calls)
+        if hashes and sorts:
+            found.append(fn.name)
+    return found
+
+
+def sites(count) -> dict[str, list[str]]:
+    out = {}
+    for p in sorted((ROOT / "bench").rglob("*.py")):
+        if found := count(p.read_text()):
+            out[p.relative_to(ROOT).as_posix()] = found
+    return out
+
+
+def test_one_sorted_json_hash():
+    assert sites(sorted_json_hashes) == {"bench/core/files.py": ["json_sha256"]}
+
+
+def test_the_count_finds_a_second_sorted_json_hash():
+    own = ("import hashlib, json\ndef key(rec):\n    text = json.dumps(rec, sort_keys=True)\n"
+           "    return hashlib.sha256(text.encode()).hexdigest()\n"
+           "def plain(rec):\n    return json.dumps(rec, sort_keys=True)\n")
+    assert sorted_json_hashes(own) == ["key"]
+
+
+def test_the_digest_is_each_former_owners_form():
+    """The four digests it replaced, transcribed: compact separators with
+    default=str (config hash, metrics.json), compact without (the eval
+    manifest: its values are JSON already), json's own spacing (a corrupted
+    set's recipe key). A record's hashes stay what they were."""
+    value = {"b": [1, 2.5, True, None], "a": {"z": "x", "y": 3}}
+    compact = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    spaced = json.dumps(value, sort_keys=True).encode()
+    assert files.json_sha256(value) == hashlib.sha256(compact).hexdigest()
+    assert files.json_sha256(value, files.SPACED) == hashlib.sha256(spaced).hexdigest()
+    assert files.json_sha256({"p": Path("/x")}) == hashlib.sha256(b'{"p":"/x"}').hexdigest()
