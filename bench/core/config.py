@@ -153,6 +153,13 @@ class TrainConfig:
         "auto", "how a fused group trains: auto (CUDA: streams; CPU: vmap) | vmap (one "
         "stacked model) | streams (one model per run, steps interleaved on CUDA streams)",
         choices=("auto", "vmap", "streams"), in_hash=False)
+    # How a batched model (bench.train.batched) runs its k x k convolutions:
+    # one grouped convolution over the members, or unfold + one batched
+    # matmul. The same numbers up to float reassociation; speed only.
+    cell_conv: str = setting(
+        "grouped", "k x k convolutions of a batched cell group: grouped (one grouped "
+        "convolution) | unfold (unfold + batched matmul, no grouped convolution)",
+        choices=("grouped", "unfold"), in_hash=False)
     # The graph-safe step's next epoch drawn on a worker thread while this one
     # trains (bench/train/staging.py), from copies of the generators: every
     # random stream, record and resume state as without it. Speed only.

@@ -57,8 +57,8 @@ class BatchedPatchMerging(nn.Module):
     def __init__(self, members: list, ctx):
         super().__init__()
         self.n = len(members)
+        self.reduction = ctx.convert([x.reduction for x in members])  # torchvision's order
         self.norm = ctx.convert([x.norm for x in members])
-        self.reduction = ctx.convert([x.reduction for x in members])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, h, w, nc = x.shape

@@ -21,6 +21,7 @@ PAPER = {
     "deterministic": False,
     "eval_batch_size": 256, "augment_mode": "batched", "bf16": False, "channels_last": False,
     "compile": False, "compile_mode": "default", "compile_step": False, "graph": "auto", "fuse_as": "auto",
+    "cell_conv": "grouped",
     "stage_ahead": "auto", "cudnn_benchmark": True, "precision": "released",
 }
 
@@ -121,6 +122,7 @@ def test_choices_are_the_protocols_values():
                       "augment_mode": ("batched", "per_image"),
                       "graph": ("auto", "true", "false"),
                       "fuse_as": ("auto", "vmap", "streams"),
+                      "cell_conv": ("grouped", "unfold"),
                       "stage_ahead": ("auto", "true", "false"),
                       "precision": ("released", "tf32", "bf16")}
     base = C.PROFILES["paper"]
@@ -192,7 +194,7 @@ def test_result_fields_leave_out_exactly_the_speed_switches():
     got = C.result_fields(C.PROFILES["paper"])
     assert set(PAPER) - set(got) == {"eval_batch_size", "channels_last", "compile",
                                      "compile_mode", "compile_step", "cudnn_benchmark",
-                                     "deterministic", "graph", "fuse_as", "stage_ahead", "precision"}  # precision: at its legacy value
+                                     "deterministic", "graph", "fuse_as", "cell_conv", "stage_ahead", "precision"}  # precision: at its legacy value
     assert all(got[k] == PAPER[k] for k in got)
 
 
