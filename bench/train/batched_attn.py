@@ -16,7 +16,7 @@ from torch import nn
 from torchvision.models.swin_transformer import (PatchMerging, ShiftedWindowAttention,
                                                  SwinTransformerBlock)
 
-from bench.train.batched import BatchedDropPath, BatchedLinear, stack_buffer, stacked
+from bench.train.batched_layers import BatchedDropPath, BatchedLinear, stack_buffer, stacked
 
 
 def convert(members: list, ctx) -> nn.Module | None:
