@@ -307,7 +307,8 @@ PARSER_CALLS = {"add_argument", "add_argument_group", "add_mutually_exclusive_gr
 # is their entry point, and what it parses never travels further.
 ENTRY_SCRIPTS = {"bench.speed.gpuplan", "bench.speed.perf", "bench.speed.sidebyside",
                  "bench.speed.syncs", "bench.speed.capture", "bench.speed.graphtime",
-                 "bench.speed.streamtime", "bench.speed.staging", "bench.speed.projection"}
+                 "bench.speed.streamtime", "bench.speed.staging", "bench.speed.projection",
+                 "bench.speed.cellops"}
 
 
 def argparse_sites(source: str) -> set[str]:

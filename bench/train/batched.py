@@ -34,7 +34,10 @@ import copy
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torchvision.models.convnext import CNBlock, LayerNorm2d
+from torchvision.models.convnext import CNBlock, ConvNeXt, LayerNorm2d
+from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
+from torchvision.models.swin_transformer import SwinTransformer
+from torchvision.ops.misc import MLP, Conv2dNormActivation, Permute
 from torchvision.ops import StochasticDepth
 
 from bench.core.errors import BenchError
@@ -87,11 +90,6 @@ class BatchedMultiHead(nn.Module):
 # of their own, acting per element, per channel or on spatial dims only (their
 # children are converted). Anything else needs a converter below.
 def _passthrough() -> tuple:
-    from torchvision.models.convnext import ConvNeXt
-    from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
-    from torchvision.models.swin_transformer import SwinTransformer
-    from torchvision.ops.misc import MLP, Conv2dNormActivation, Permute
-
     return (nn.Sequential, nn.ModuleList, nn.Identity, nn.ReLU, nn.GELU, nn.SiLU, nn.Dropout,
             nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.Flatten, Permute, MLP,
             Conv2dNormActivation, ResNet, Bottleneck, BasicBlock, ConvNeXt, SwinTransformer)
