@@ -2,9 +2,18 @@
 training loss and the learning rate of its last step, per cycle end the
 validation ACC / ECE / NLL / AUC of that cycle's checkpoint. Stored in the
 record's metrics.json under "history" (one entry per run; a fused group
-keeps one per member)."""
+keeps one per member).
+
+A method whose loss adapts between epochs (bench.methods.adaptive: AdaFocal,
+CALS) adds to each epoch's entry `adaptive`: its whole state after that
+epoch's validation update, the values the next epoch trains with, as lists
+(AdaFocal: `gamma` per bin and the bins' inner `edges`; CALS: the
+multipliers `lambda` and penalty weights `rho` per class, `c_prev` and
+`has_prev`, what its rho rule compares). Other methods' entries are as before.
+"""
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from bench.calib import measures
@@ -28,6 +37,16 @@ class History:
         for s, mean in enumerate(means):
             self._epochs[s].append({"cycle": cycle + 1, "epoch": epoch + 1,
                                     "train_loss": mean, "lr": lr})
+
+    def adapted(self, cycle: int, epoch: int, members: list) -> None:
+        """After the epoch's validation update: each adaptive member's state
+        ((member index, method) pairs, bench.train.adapt.adaptive) on its
+        entry for this epoch (none when the epoch had no step)."""
+        for s, method in members:
+            last = self._epochs[s][-1] if self._epochs[s] else {}
+            if (last.get("cycle"), last.get("epoch")) == (cycle + 1, epoch + 1):
+                last["adaptive"] = {k: np.asarray(v, dtype=np.float64).tolist()
+                                    for k, v in method.host_state().items()}
 
     def cycle(self, cycle: int, val_logits, val_labels, aucs: list) -> None:
         """val_logits [members, N, M, K] at this cycle's end; aucs[s][-1] its checkpoint AUC."""

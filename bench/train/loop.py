@@ -314,6 +314,7 @@ def loop_steps(stepper, cfg: TrainConfig, data, progress: bool = True, on_step=N
             history.epoch(cycle, epoch, losses, lrs[-1] if lrs else cfg.lr)
             adapt.after_epoch(stepper, xs["val"], data.val.labels,
                               cycle * cfg.epochs_per_cycle + epoch)
+            history.adapted(cycle, epoch, adapt.adaptive(stepper))
         sync(device)
         seconds += time.perf_counter() - t0
         val = stepper.predict(xs["val"])

@@ -80,3 +80,43 @@ def test_a_fused_group_keeps_each_members_own_history(tiny, one_thread):
             result.cycle_val_auc)
     assert results[0].history["epochs"][0]["train_loss"] != pytest.approx(
         results[1].history["epochs"][0]["train_loss"])
+
+
+@pytest.mark.parametrize("method, keys, sets", [
+    ("adafocal", {"gamma", "edges"}, None),
+    # a margin the tiny model's logits exceed, so the multipliers move off their floor
+    ("cals", {"lambda", "rho", "c_prev", "has_prev"}, {"cals_margin": "0.05"})])
+def test_an_adaptive_methods_state_is_in_each_epochs_history(tiny, one_thread, method, keys,
+                                                             sets):
+    """After each epoch's validation update the state the next epoch trains
+    with (AdaFocal's gamma per bin, CALS's multipliers) is on that epoch's
+    entry: compared with a copy taken as the method updates."""
+    cfg = dataclasses.replace(PROFILES["quick"], cycles=2, epochs_per_cycle=2, batch_size=16)
+    m = create_method(method, sets)
+    m.setup(tiny.num_classes, 0)
+    seen, update = [], m.on_validation
+
+    def spy(*args):
+        update(*args)
+        seen.append({k: v.copy() for k, v in m.host_state().items()})  # CPU: views, so copies
+    m.on_validation = spy
+    torch.manual_seed(0)
+    model, _ = build_model("smallcnn", tiny.image_size, m.heads, tiny.num_classes)
+    epochs = train(model, m, cfg, tiny, 0, progress=False).history["epochs"]
+    assert len(seen) == len(epochs) == 4
+    first = m.initial_state(tiny.num_classes)
+    for e, state in zip(epochs, seen):
+        assert set(e["adaptive"]) == keys
+        for k in keys:
+            assert e["adaptive"][k] == state[k].tolist()
+    moved = "gamma" if method == "adafocal" else "lambda"
+    assert epochs[0]["adaptive"][moved] != first[moved].tolist()  # after the update, not before
+    assert epochs[-1]["adaptive"][moved] != epochs[0]["adaptive"][moved]
+
+
+def test_a_plain_methods_history_has_no_adaptive_state(tiny, one_thread):
+    cfg = dataclasses.replace(PROFILES["quick"], cycles=1, epochs_per_cycle=1, batch_size=16)
+    m = create_method("sl1h")
+    model, _ = build_model("smallcnn", tiny.image_size, 1, tiny.num_classes)
+    (epoch,) = train(model, m, cfg, tiny, 0, progress=False).history["epochs"]
+    assert "adaptive" not in epoch
