@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The whole paper (default) or the offline demo (--quick).
-#   ./run_all.sh --quick   every method x 5 seeds on 100 scikit-learn digits images (the
+#   ./run_all.sh --quick   grids/quick.toml: every method x 5 seeds on 100 scikit-learn digits images (the
 #                          over-confident demo regime, docs/quickstart.md), then tables (CPU, minutes);
 #                          then the shift and OOD demo: SL1H, 2HML, 4HML x 2 seeds evaluated under
 #                          MedMNIST-C's general corruptions and on tiles of scikit-learn's sample
 #                          photos (out of distribution), reported with --shift --ood into
 #                          $REPORTS/shift-demo from $RESULTS-shift-demo (docs/quickstart.md)
-#   ./run_all.sh           3 datasets x 3 backbones x the paper's 8 trained methods x 5 seeds
+#   ./run_all.sh           grids/paper.toml: 3 datasets x 3 backbones x the paper's 8 trained methods x 5 seeds
 #                          under the released code's protocol (docs/fidelity.md; D-Ens and
 #                          +TS are derived), then every report
 #                          (GPUs; the dataset files must be in place, see the README)
@@ -64,15 +64,14 @@ if [ "$MODE" = quick ]; then
     # Small CPU runs: several side by side (one torch thread each) beat one run
     # with every core. JOBS=1 ./run_all.sh --quick runs them one at a time.
     JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)}
-    "$BENCH" run --method all --dataset digits --seeds 5 --profile demo \
-        --data-opt train_per_class=10 ${PRECISION[@]+"${PRECISION[@]}"} \
+    # the demo's grid: grids/quick.toml (every method x 5 seeds, 100 digits images)
+    "$BENCH" run --grid grids/quick.toml ${PRECISION[@]+"${PRECISION[@]}"} \
         --jobs "$JOBS" --results "$RESULTS" "$@" || status=$?
     report
     shift_demo "$@"
     exit "$status"
 fi
 
-BACKBONES=resnet50,convnext_tiny,swin_tiny
 # The fastest strategy the GPU measurements support (docs/speed.md, "Measured
 # on an H200"): every run's whole training step captured as one CUDA graph
 # (graph=auto), and runs fused by method trained as separate models whose
@@ -96,10 +95,11 @@ fi
 # ImageNet weights for every dataset, PathMNIST included (the released model
 # code always loads them). Check it first with --dry-run. A failed run does not
 # stop the other datasets; the exit status says something failed.
+# The grid itself is grids/paper.toml (methods, backbones, seeds, profile,
+# weights), one named grid per dataset.
 for DATASET in chaoyang kvasir pathmnist; do
-    "$BENCH" run --method paper --dataset "$DATASET" --backbone "$BACKBONES" --seeds 5 \
-        --profile paper --pretrained --results "$RESULTS" ${FUSE[@]+"${FUSE[@]}"} \
-        ${PRECISION[@]+"${PRECISION[@]}"} "$@" \
+    "$BENCH" run --grid "grids/paper.toml:$DATASET" --results "$RESULTS" \
+        ${FUSE[@]+"${FUSE[@]}"} ${PRECISION[@]+"${PRECISION[@]}"} "$@" \
         || status=$?
 done
 report

@@ -10,10 +10,12 @@ import argparse
 from bench.core.flags import EITHER, ITEMS, PAIRS, REPEAT, SWITCH, declared
 
 
-def add_fields(parser, cls, only=None) -> None:
+def add_fields(parser, cls, only=None, given_only: bool = False) -> None:
     """Add a flag for each field of `cls` (`only`: those named, in `cls`'s
     order). Fields every command shares (--plugin, bench.cli.main) are left
-    out unless named."""
+    out unless named. `given_only`: a flag not given leaves no attribute (the
+    options dataclass's default applies), so a grid file's value can fill it
+    (bench run --grid: bench.cli.commands.run_options)."""
     groups: dict = {}
     for d in declared(cls):
         if (d.name not in only) if only is not None else d.flag.common:
@@ -23,10 +25,11 @@ def add_fields(parser, cls, only=None) -> None:
             groups[f.group] = parser.add_argument_group(f.group)
         target = groups.get(f.group, parser)
         text = f.help() if callable(f.help) else f.help  # a help that reads a registry
-        target.add_argument(d.spelling, dest=d.name, help=text, **_how(d))
+        unset = {"default": argparse.SUPPRESS} if given_only else {}
+        target.add_argument(d.spelling, dest=d.name, help=text, **{**_how(d), **unset})
         for spelling, value, text in f.consts:
             target.add_argument(spelling, dest=d.name, action="store_const", const=value,
-                                help=text)
+                                help=text, **unset)
 
 
 def _how(d) -> dict:

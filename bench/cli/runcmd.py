@@ -4,10 +4,11 @@ bench.cli.main when the command runs: `bench list` and `bench run --help`
 load none of the planner, the sweep or the report summary)."""
 from __future__ import annotations
 
-from bench.cli.commands import run_options
+from bench.cli.commands import grid_run
 from bench.datasets.cache import dry_run as no_writes
 from bench.report.render.summary import summary_table
 from bench.sweep import codechange
+from bench.sweep.gridfile import save_grid
 from bench.sweep.dryrun import dry_run_table, protocol_json, protocol_table, protocols, sbatch_text
 from bench.sweep.options import RunOptions
 from bench.sweep.plan import plan
@@ -17,8 +18,10 @@ from bench.sweep.run import exit_code, run_sweep, summary_text
 def run(args) -> int:
     """`bench run` with its parsed flags: plan (every check), then the dry run's
     tables or the sweep and its summary; -> the exit status."""
-    opts = run_options(args)
+    opts, asked = grid_run(args)
     grid, accepted = codechange.plan_accepting(opts, plan)
+    if args.save_grid:  # every check passed: the grid is one --grid reads back
+        save_grid(args.save_grid, opts, asked)
     for line in [] if opts.json else accepted:
         print(line)
     specs, experiments, datasets = grid.specs, grid.experiments, grid.datasets

@@ -247,6 +247,9 @@ _FALSE = {"0", "false", "no", "off"}
 def convert(key: str, raw: str, kind) -> object:
     """Convert a --set string to the field's declared type, or fail in one line."""
     if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
+        if kind is float and not math.isfinite(raw):  # a Python or TOML inf/nan
+            raise BenchError(f"--set {key}={raw}: expected float, got '{raw}' (a finite "
+                             "number; nan and inf are refused)")
         return raw
     text = str(raw).strip()
     try:

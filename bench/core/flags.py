@@ -75,6 +75,9 @@ class Flag:
     # config hash (so its record folder), the dry run's table and JSON; a
     # speed or output switch stays worker=True alone (implies worker)
     hashed: bool = False
+    # a key of a grid file (`bench run --grid`): False for what one command
+    # does rather than which runs the grid holds (--dry-run, --force, ...)
+    in_grid: bool = True
 
 
 def option(default=None, help: str | None = None, **declared):

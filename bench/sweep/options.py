@@ -73,17 +73,17 @@ class RunOptions(ExecutorOptions):
         "demo; --no-pretrained: from scratch)")
     weights: str | None = option(
         None, "initial backbone weights (.safetensors or torch state dict)", metavar="PATH")
-    force: bool = option(False, "retrain finished seeds")
+    force: bool = option(False, "retrain finished seeds", in_grid=False)
     accept_code_change: bool = option(
         False, "the code edits since the existing records change no number: reuse them and "
         "count today's code as their version (bench/core/codepins.json; docs/architecture.md, "
-        "\"Code identity\")")
+        "\"Code identity\")", in_grid=False)
     # bench.api shows no progress bar unless asked (no_progress=False)
-    no_progress: bool = option(False, api_default=True)
+    no_progress: bool = option(False, api_default=True, in_grid=False)
     dry_run: bool = option(False, "list the runs, which are done and each run's protocol, "
-                                  "then exit")
+                                  "then exit", in_grid=False)
     json: bool = option(False, "with --dry-run: one JSON object per run (protocol and status); "
-                               "refused without --dry-run")
+                               "refused without --dry-run", in_grid=False)
     # output only: never part of a config hash
     tensorboard: bool = option(
         False, "also write TensorBoard event files beside each finished record "

@@ -41,7 +41,12 @@ def declared_flags(cls) -> dict[str, set]:
 
 
 def test_every_run_flag_is_a_runoptions_field_and_every_field_a_flag():
-    assert flags_of(command("run")) == declared_flags(RunOptions)
+    """... but --grid and --save-grid, GridOptions' (bench.sweep.gridfile): a
+    grid file's own flags."""
+    from bench.sweep.gridfile import GridOptions
+
+    assert flags_of(command("run")) == {**declared_flags(RunOptions),
+                                        **declared_flags(GridOptions)}
 
 
 def test_every_report_flag_is_a_reportoptions_field_but_results_and_out():

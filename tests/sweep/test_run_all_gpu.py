@@ -22,7 +22,7 @@ def test_full_mode_strategy_by_device(tmp_path, cuda):
     first = done.stdout.splitlines()[0]
     assert first.startswith("run_all.sh: GPU: " if cuda else "run_all.sh: no GPU: ")
     calls = (repo / "calls.txt").read_text().splitlines()
-    runs = {c.split("--dataset ")[1].split()[0]: c for c in calls if c.startswith("run ")}
+    runs = {c.split("paper.toml:")[1].split()[0]: c for c in calls if c.startswith("run ")}
     assert sorted(runs) == ["chaoyang", "kvasir", "pathmnist"]
     assert all(("--fuse methods" in c) is cuda for c in runs.values())
     assert not any("--fuse-max" in c for c in runs.values())

@@ -41,7 +41,7 @@ def test_quick_mode_runs_the_shift_and_ood_demo_after_the_main_demo(tmp_path):
     repo = _stub_repo(tmp_path)
     done, calls = _quick(repo, "--no-progress")
     assert done.returncode == 0, done.stderr
-    assert calls[0].startswith("run --method all --dataset digits --seeds 5 --profile demo ")
+    assert calls[0].startswith("run --grid grids/quick.toml ")
     assert calls[1] == "report --results results --out reports"
     assert calls[2:] == [
         "data ood-demo --out results-shift-demo/sklearn-photos",
@@ -81,7 +81,7 @@ def test_a_failing_shift_demo_step_is_the_exit_status(tmp_path, fail, after):
 
 
 def test_a_failing_main_demo_still_runs_the_shift_demo(tmp_path):
-    repo = _stub_repo(tmp_path, "run --method all")
+    repo = _stub_repo(tmp_path, "run --grid grids/quick.toml")
     done, calls = _quick(repo)
     assert done.returncode == 3 and len(calls) == 6
 

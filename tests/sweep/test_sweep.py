@@ -260,15 +260,14 @@ def test_run_all_calls_setup_then_the_grid_then_reports(tmp_path, report_fails):
     calls = (repo / "calls.txt").read_text().splitlines()
     assert calls[0] == "setup"
     # the over-confident demo regime (docs/quickstart.md)
-    assert calls[1] == ("run --method all --dataset digits --seeds 5 --profile demo "
-                        "--data-opt train_per_class=10 --jobs 3 --results results --no-progress")
+    # (grids/quick.toml: tests/cli/test_grid_file.py checks its runs)
+    assert calls[1] == "run --grid grids/quick.toml --jobs 3 --results results --no-progress"
     assert calls[2] == "report --results results --out reports"
     # then the shift and OOD demo (tests/sweep/test_run_all_shift_demo.py)
     (repo / "calls.txt").unlink()
     done = subprocess.run(["./run_all.sh"], cwd=repo, env=env)
     assert done.returncode == (2 if report_fails else 0)
     calls = (repo / "calls.txt").read_text().splitlines()
-    backbones = "--backbone resnet50,convnext_tiny,swin_tiny --seeds 5 --profile paper"
-    # the released protocol: ImageNet weights for every dataset, PathMNIST included
-    assert calls[1:4] == [f"run --method paper --dataset {d} {backbones} --pretrained "
-                          "--results results" for d in ("chaoyang", "kvasir", "pathmnist")]
+    # grids/paper.toml, a dataset a call (tests/cli/test_grid_file.py checks its runs)
+    assert calls[1:4] == [f"run --grid grids/paper.toml:{d} --results results"
+                          for d in ("chaoyang", "kvasir", "pathmnist")]
