@@ -6,6 +6,7 @@ import numpy as np
 
 from bench.sweep import runstate
 from bench.core import store
+from bench.cli.commands import run_options
 from bench.cli.main import main
 from bench.sweep.executors import fuse_groups
 from sweeputil import specs_for
@@ -126,7 +127,7 @@ def test_killed_group_fails_each_unfinished_seed_with_its_last_step(tmp_path):
 
     killer = threading.Thread(target=kill_once_training, daemon=True)
     killer.start()
-    outcomes = run_sweep(specs, args, progress=False)
+    outcomes = run_sweep(specs, run_options(args), progress=False)
     killer.join(timeout=5)
     assert [o["status"] for o in outcomes] == ["failed", "failed"]
     for spec, o in zip(specs, outcomes):
