@@ -64,7 +64,7 @@ def truth(args, n_bins: int = 15) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", type=int, default=200)
     ap.add_argument("--sizes", default="200,1000,5000")
     ap.add_argument("--k", type=int, default=10)

@@ -46,7 +46,7 @@ def one(data, seed: int, compiled: bool) -> tuple:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--size", type=int, default=12)
     args = ap.parse_args()

@@ -53,7 +53,7 @@ def projected_s(backbone: str, shape, precision: str, stage_ms: float) -> float:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--work", required=True)
     p.add_argument("--out", default="")

@@ -60,7 +60,7 @@ _ALL = ("ConvNeXt", "SwinTransformer", "ResNet")  # torchvision's model classes
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--backbones", default="convnext_tiny,swin_tiny,resnet50")
     p.add_argument("--sizes", default="32,224")

@@ -82,7 +82,7 @@ def timed_report(src: Path, results: Path, out: Path) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=2000, help="test and validation images per record")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--other", type=Path, help="a second checkout to time beside this one")

@@ -53,7 +53,7 @@ def _summary(name: str, times: list[tuple[float, float]]) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--other", type=Path, help="a second checkout to time beside this one")
     args = p.parse_args()

@@ -8,6 +8,7 @@ COMMANDS.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import signal
@@ -41,10 +42,36 @@ SUBCOMMANDS = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse's errors in one line, like every other bench error (no usage
-    block: it is 15 lines for `bench run`, and --help shows it)."""
+    block: it is 15 lines for `bench run`, and --help shows it). A flag is
+    taken only as spelled: argparse's prefix matching would read `--seed 3`
+    as `--seeds 3` (its subcommands' parsers are this class too, so the
+    default holds for each)."""
+
+    def __init__(self, *args, allow_abbrev: bool = False, **kwargs):
+        super().__init__(*args, allow_abbrev=allow_abbrev, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        """An unknown flag is refused here, by the (sub)command's parser that
+        knows which flags there are, with the nearest spelling it takes."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        unknown = next((a for a in extras if a.startswith("--")), None)
+        if unknown is not None:
+            self.exit(2, f"{self.prog}: error: {unknown_option(unknown, self)}\n")
+        return parsed, extras
+
+
+def unknown_option(given: str, parser: argparse.ArgumentParser) -> str:
+    """'unknown option --seed; did you mean --seeds?': the flag a prefix of
+    `given` starts or the closest spelling (difflib), else where to look."""
+    flag = given.partition("=")[0]
+    known = sorted(s for s in parser._option_string_actions if s.startswith("--"))
+    near = [s for s in known if s.startswith(flag)][:2] or \
+        difflib.get_close_matches(flag, known, n=2, cutoff=0.7)
+    hint = f"did you mean {' or '.join(near)}?" if near else f"see {parser.prog} --help"
+    return f"unknown option {flag}; {hint}"
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -44,8 +44,8 @@ def report(args) -> int:
 
     opts = options_of(args)
     opts.validate()  # a bad value stops before anything is read or written
-    if not str(args.results).strip():
-        store.require_results_dir(args.results)  # '' would read the current directory
+    # a missing folder is said as such (not "no records"), before --out is made
+    store.require_results_dir(args.results)
     out = store.require_writable_dir(args.out, "--out")
     try:
         rep = build(args.results, opts, cache_dir=out, live=live_holder)

@@ -159,6 +159,24 @@ def own_code(method) -> dict | None:
     return {"units": sorted(units), "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
+def made_by_today(config: dict) -> bool | None:
+    """Whether a record's own method code (its config.json `code_units`,
+    those of `method_code` or else all but the shared ones) is today's, each
+    unit compared as its canonical version; None where the record cannot say
+    (made before code identity; a plugin's method, identified by its digest)."""
+    units = config.get("code_units") or {}
+    own = (config.get("method_code") or {}).get("units") or [u for u in units if u not in SHARED]
+    own = [u for u in own if u in units]
+    if not own:
+        return None
+    pins = load_pins()
+    try:
+        return all(canonical(pins, u, unit_digest(u)) == canonical(pins, u, units[u])
+                   for u in own)
+    except BenchError:  # a unit that no longer exists: not today's code
+        return False
+
+
 # ----------------------------------------------------------------- pins --
 def load_pins(path: Path | None = None) -> dict:
     """The pins; without them every built-in hash would move, so a missing

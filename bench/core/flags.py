@@ -34,6 +34,7 @@ anything else a value (int and float flags are converted by the parser).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import inspect
 import os
@@ -78,6 +79,10 @@ class Flag:
     # a key of a grid file (`bench run --grid`): False for what one command
     # does rather than which runs the grid holds (--dry-run, --force, ...)
     in_grid: bool = True
+    # (field, value): the option means something only beside that field at
+    # that value (None: given at all, False: not given); refused otherwise
+    # (check_needs), as argparse would silently take it
+    needs: tuple = ()
 
 
 def option(default=None, help: str | None = None, **declared):
@@ -225,6 +230,28 @@ def _text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def check_needs(opts) -> None:
+    """One BenchError for the first option given (not at its default) whose
+    declared `needs` does not hold: `--sets-randomize` without `--sets` would
+    otherwise change nothing without a word."""
+    fields = {d.name: d for d in declared(type(opts))}
+    for d in fields.values():
+        if not d.flag.needs or getattr(opts, d.name) == d.default:
+            continue
+        name, value = d.flag.needs
+        other, got = fields[name], getattr(opts, name)
+        if value is False:
+            if got == other.default:
+                continue
+            raise BenchError(f"{d.spelling} has no effect with {other.spelling}; drop one of "
+                             "them")
+        if (got == value) if value is not None else got != other.default:
+            continue
+        want = other.spelling + ("" if value is None else f" {value}")
+        raise BenchError(f"{d.spelling} applies with {want} only; add {want} (or drop "
+                         f"{d.spelling})")
+
+
 # ------------------------------------------------------------- bench.api --
 def from_keywords(cls, who: str, values: dict, leading: tuple = (), leading_names: tuple = ()):
     """`cls` from a Python caller's arguments: positional values `leading`,
@@ -238,7 +265,9 @@ def from_keywords(cls, who: str, values: dict, leading: tuple = (), leading_name
     given: dict = dict(zip(leading_names, leading))
     for name, value in values.items():
         if name not in fields:
-            raise BenchError(f"{who}: unknown option {name}; allowed: {', '.join(sorted(fields))}")
+            near = difflib.get_close_matches(str(name), list(fields), n=1, cutoff=0.7)
+            raise BenchError(f"{who}: unknown option {name}; allowed: {', '.join(sorted(fields))}"
+                             + (f"; did you mean {near[0]}?" if near else ""))
         if name in given:
             raise BenchError(f"{who}: {name} given twice (by position too); give it once")
         given[name] = value

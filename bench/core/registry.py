@@ -18,6 +18,9 @@ class Registry:
         self._entries: Dict[str, Tuple[Callable, str]] = {}
         self._resolvers: list[Callable[[str], Tuple[Callable, dict] | None]] = []
         self._display: Dict[str, str] = {}  # name -> how reports print it, where declared
+        # (library, its name prefixes): a resolver's names too many to list
+        # (timm's); an unknown name there is answered with the search to run
+        self._libraries: list[tuple] = []
 
     def register(self, name: str, description: str = "", display_name: str = ""):
         """Decorator: register `fn` under `name`; a duplicate name is an error.
@@ -53,9 +56,30 @@ class Registry:
                 return hit[0]
         return None
 
-    def add_resolver(self, resolver: Callable[[str], Tuple[Callable, dict] | None]) -> None:
-        """Patterned names (e.g. '8hml') resolve to (factory, fixed kwargs)."""
+    def add_resolver(self, resolver: Callable[[str], Tuple[Callable, dict] | None],
+                     library: tuple = ()) -> None:
+        """Patterned names (e.g. '8hml') resolve to (factory, fixed kwargs).
+        `library`: (its name, prefix, other prefixes): the resolver takes a
+        library's models by name ('timm:NAME', 'timm/NAME')."""
         self._resolvers.append(resolver)
+        if library:
+            self._libraries.append(library)
+
+    def unknown(self, name: str, listed) -> BenchError:
+        """The error for an unknown `name`: for a library's prefix, the
+        `bench list` search that finds its models; else the choices `listed`."""
+        for library, prefix, *more in self._libraries:
+            given = next((p for p in (prefix, *more) if name.startswith(p)), None)
+            if given is None:
+                continue
+            model = name[len(given):].partition(".")[0].strip()  # 'resnet18.a1_in1k': a tag
+            if not model:
+                return BenchError(f"--{self.kind} {name}: names no {library} model; give "
+                                  f"{prefix}NAME (list them: bench list --{self.kind}s "
+                                  f"'{prefix}*')")
+            return BenchError(f"--{self.kind} {name}: {library} has no model '{model}'; search "
+                              f"its names with bench list --{self.kind}s '{prefix}*{model}*'")
+        return choices_error(self.kind, name, listed)
 
     def resolve(self, name: str) -> Tuple[Callable, dict]:
         if name in self._entries:
@@ -64,7 +88,7 @@ class Registry:
             hit = resolver(name)
             if hit is not None:
                 return hit
-        raise choices_error(self.kind, name, self.names())
+        raise self.unknown(name, self.names())
 
     def get(self, name: str) -> Callable:
         fn, kwargs = self.resolve(name)
@@ -130,8 +154,10 @@ def expand_names(text: str, valid: list[str], kind: str, registry=None,
         for name in names:
             known = name in valid or (registry is not None and name in registry)
             if not known:
-                raise choices_error(kind, name, list(valid) + _group_labels(aliases, valid)
-                                    + _unlisted(registry, valid, aliases))
+                listed = list(valid) + _group_labels(aliases, valid) + _unlisted(
+                    registry, valid, aliases)
+                raise (registry.unknown(name, listed) if registry is not None
+                       else choices_error(kind, name, listed))
             if name not in out:
                 out.append(name)
     return out

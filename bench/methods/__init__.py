@@ -6,6 +6,8 @@ from .base import METHODS, Method, create_method, legacy_filled, method_params  
 from . import sl1h, ls, mbls, mixup, dca, mhml, focal  # noqa: F401
 from . import mdca, brier, mmce, mcdropout, batchensemble, packed  # noqa: F401
 from . import dualfocal, acls, rankmixup, mimo, adafocal, cals  # noqa: F401
+# --method extra and recent (bench.core.methodgroups: --help reads them without torch)
+from bench.core.methodgroups import EXTRA, METHOD_GROUPS, RECENT  # noqa: F401
 from bench.core.paper import EXTRA_BASELINES, PAPER_METHODS
 
 # `--method all`, in the paper's table order, then the released code's extra
@@ -13,16 +15,6 @@ from bench.core.paper import EXTRA_BASELINES, PAPER_METHODS
 # `--method paper` is PAPER_METHODS: exactly the trained rows of the paper's
 # tables, so ranks compare with the paper's.
 PAPER_ORDER = PAPER_METHODS + EXTRA_BASELINES
-
-# `--method extra`: the calibration baselines reviewers ask for beside the
-# paper's (issue 41; docs/methods.md). A group of its own, kept out of
-# `--method all`, so `all`, `./run_all.sh --quick` and their reports train
-# and print what they did before these were added.
-EXTRA = ("mdca", "flmdca", "lsmdca", "brier", "mmce", "mcdropout", "batchensemble", "packed")
-# `--method recent`: the calibration losses of 2022-2024 (issue 49;
-# docs/methods.md, "Recent calibration losses"), kept out of `all` likewise.
-RECENT = ("dualfocal", "acls", "rankmixup", "mimo", "adafocal", "cals")
-METHOD_GROUPS = {"extra": EXTRA, "recent": RECENT}
 
 
 def training_methods() -> list[str]:

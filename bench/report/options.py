@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.core.errors import BenchError, choices_error
-from bench.core.flags import ITEMS, REPEAT, SEEDS, Options, option
+from bench.core.flags import ITEMS, REPEAT, SEEDS, Options, check_needs, option
 from bench.core.seeds import parse_seeds
 from bench.report.render.captions import check_caption
 from bench.core.paper import DENS
@@ -95,7 +95,8 @@ class ReportOptions(Options):
     alpha: float = option(
         0.05, "significance level of --significance and of the Nemenyi critical difference in "
         "the CD diagrams, in (0, 1) (default 0.05)")
-    per_seed: bool = option(False, "reliability diagrams per seed too")
+    per_seed: bool = option(False, "reliability diagrams per seed too",
+                            needs=("no_plots", False))
     compare: str | None = option(  # 'paper' or None
         None, "paper: our means against the published ones (z, |z| > 2 flagged), the paper's "
         "claims tested on these runs (OUT/compare/)", choices=COMPARE_CHOICES)
@@ -128,14 +129,16 @@ class ReportOptions(Options):
     # not --alpha: that is the significance level of --significance already
     sets_alpha: float = option(
         0.1, "miscoverage of --sets, in (0, 1) (default 0.1: sets that hold the true class "
-        "90%% of the time)")
+        "90%% of the time)", needs=("sets", None))
     # how sets are made from a score (bench.calib.conformal.SetRule)
     sets_randomize: bool = option(
         False, "--sets: randomised APS and RAPS, TorchCP's convention (score less U x p_k, "
-        "U uniform, seeded by --sets-seed)")
-    sets_seed: int = option(0, "seed of --sets-randomize's uniform draws (default 0)")
+        "U uniform, seeded by --sets-seed)", needs=("sets", None))
+    sets_seed: int = option(0, "seed of --sets-randomize's uniform draws (default 0)",
+                            needs=("sets_randomize", None))
     sets_top_label: bool = option(
-        False, "--sets: every set also holds the top class (no empty sets)")
+        False, "--sets: every set also holds the top class (no empty sets)",
+        needs=("sets", None))
     no_ts: bool = option(False, "skip temperature scaling")
     no_plots: bool = option(False)
     # bench.api.report shows no progress bar unless asked (no_progress=False)
@@ -156,6 +159,7 @@ class ReportOptions(Options):
             raise choices_error("--compare", self.compare, COMPARE_CHOICES)
         metrics = parse_metrics(self.metrics)
         parse_variants(self.variants)
+        check_needs(self)  # --sets-randomize without --sets, ...
         if self.published_rows_anyway and not self.published_rows:
             raise BenchError("--published-rows-anyway: it places the rows of --published-rows "
                              "beside unlike runs; add --published-rows (or drop it)")

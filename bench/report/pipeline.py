@@ -47,8 +47,6 @@ def build(results_dir="results", options: ReportOptions | None = None, *,
     is then not listed as unfinished."""
     opts = options or ReportOptions()
     opts.validate()
-    if not str(results_dir).strip():
-        store.require_results_dir(results_dir)  # '' would read the current directory
     runs, failures, notes = load(results_dir, opts, live)
     for kind in ("shift", "ood"):  # a flag with no set at all stops here, nothing written
         if getattr(opts, kind):
@@ -154,7 +152,10 @@ def _comparison(cells: dict) -> dict:
 
 def load(results, opts: ReportOptions, live=None) -> tuple[list, list[dict], list[str]]:
     """(runs of the chosen configs, failures of every config, notes). Damaged
-    records are skipped with a note and listed as failures."""
+    records are skipped with a note and listed as failures. A folder that
+    does not exist (or '', which would read the current one) is said as such,
+    not as one without records."""
+    store.require_results_dir(results)
     damaged: list = []
     runs = aggregate.load_runs(results, opts.datasets, opts.backbones, opts.methods,
                                damaged=damaged)

@@ -293,7 +293,8 @@ def check_case(name, names, s) -> dict:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.speed.capture", description=__doc__.split(
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m bench.speed.capture", description=__doc__.split(
         "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu")
     p.add_argument("--backbone", default="smallcnn")

@@ -317,7 +317,8 @@ def _ints(flag: str):
 
 def parse_args(argv=None):
     d = Settings()
-    p = argparse.ArgumentParser(prog="python -m bench.speed.gpuplan", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m bench.speed.gpuplan", description=__doc__.split("\n")[0])
     p.add_argument("--device", default=default_device())
     p.add_argument("--datasets", type=_names, default=d.datasets)
     p.add_argument("--backbones", type=_names, default=d.backbones)

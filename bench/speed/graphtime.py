@@ -223,7 +223,7 @@ def parse_paths(text: str) -> tuple:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.speed.graphtime",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m bench.speed.graphtime",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda")
     p.add_argument("--backbone", default="resnet50")

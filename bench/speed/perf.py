@@ -337,7 +337,8 @@ def _device_label(device: str) -> str:
 
 def parse_args(argv=None) -> Settings:
     d = Settings()
-    p = argparse.ArgumentParser(prog="python -m bench.speed.perf", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m bench.speed.perf", description=__doc__.split("\n")[0])
     p.add_argument("--device", default=default_device())
     for key in ("backbone", "heads", "size", "steps", "repeats", "eval_images",
                 "eval_batch_size", "ref_workers", "threads", "fused_seeds", "seed"):

@@ -169,7 +169,7 @@ def print_grid(counts: dict, strategy: str, precision: str, stage_ms: float) -> 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.speed.projection",
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m bench.speed.projection",
                                  description="The paper grid per backbone, projected "
                                  "(bench/speed/cells.py; docs/speed.md, 'The projection model')")
     ap.add_argument("--strategy", choices=sorted(cells.STRATEGIES), action="append")

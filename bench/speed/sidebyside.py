@@ -104,7 +104,7 @@ def table(rows: list) -> str:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.speed.sidebyside",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m bench.speed.sidebyside",
                                 description=__doc__.split("\n")[0])
     p.add_argument("--device", default=default_device())
     p.add_argument("--processes", default="1,2,3", help="comma list of K")

@@ -91,7 +91,8 @@ def same(a: dict, b: dict) -> bool:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.speed.staging", description=__doc__,
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m bench.speed.staging", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu")
     p.add_argument("--images", type=int, default=89_996)

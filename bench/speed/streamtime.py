@@ -112,7 +112,8 @@ def check_equal(args, device: torch.device) -> bool:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bench.speed.streamtime", description=__doc__,
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m bench.speed.streamtime", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--backbone", default="resnet50")

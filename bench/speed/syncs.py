@@ -100,7 +100,8 @@ def check(device="cpu", backbone="resnet18", size=28, steps=3, methods=None,
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.speed.syncs", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m bench.speed.syncs", description=__doc__.split("\n")[0])
     p.add_argument("--device", default=default_device())
     p.add_argument("--backbone", default="resnet18")
     p.add_argument("--size", type=int, default=28)

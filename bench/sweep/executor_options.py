@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from bench.core.flags import Options, option
 
 SLURM = "slurm (through submitit)"  # the --help section of the SLURM flags
+ON_SLURM = ("executor", "slurm")  # what each of those flags needs (bench.core.flags.check_needs)
 
 
 @dataclass(frozen=True)
@@ -41,22 +42,24 @@ class ExecutorOptions(Options):
         metavar="{seeds,methods}", consts=(("--fuse-seeds", "seeds", "alias of --fuse seeds"),))
     fuse_max: int | None = option(
         None, "cut fused groups into balanced chunks of at most N runs (GPU memory)",
-        metavar="N")
+        metavar="N")  # without --fuse: refused by bench.sweep.executors
     # slurm (through submitit)
-    partition: str | None = option(None, "SLURM partition", group=SLURM)
-    time: int = option(120, "time limit per run, minutes", group=SLURM)
+    partition: str | None = option(None, "SLURM partition", group=SLURM, needs=ON_SLURM)
+    time: int = option(120, "time limit per run, minutes", group=SLURM, needs=ON_SLURM)
     gpus_per_job: int | None = option(
         None, "GPUs per array task (default: 1 where the partition's nodes have GPUs, per "
-        "sinfo's GRES, else 0)", group=SLURM)
+        "sinfo's GRES, else 0)", group=SLURM, needs=ON_SLURM)
     cpus_per_job: int | None = option(
         None, "CPUs per array task (default: 4, at most the partition's CPUs per node)",
-        group=SLURM)
-    array_parallelism: int = option(16, "most array tasks running at once", group=SLURM)
+        group=SLURM, needs=ON_SLURM)
+    array_parallelism: int = option(16, "most array tasks running at once", group=SLURM,
+                                    needs=ON_SLURM)
     slurm_folder: str | None = option(None, "submitit logs (default RESULTS/_submitit)",
-                                      group=SLURM)
+                                      group=SLURM, needs=ON_SLURM)
     # slurm | local | debug
     submitit_cluster: str = option(
-        "slurm", "slurm | local (same path on this machine, for testing) | debug", group=SLURM)
+        "slurm", "slurm | local (same path on this machine, for testing) | debug", group=SLURM,
+        needs=ON_SLURM)
 
     @classmethod
     def of(cls, options) -> "ExecutorOptions":

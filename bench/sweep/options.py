@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from bench.core import plugins
 from bench.core.config import set_pair
+from bench.core.methodgroups import method_help
 from bench.core.flags import PAIRS, REPEAT, SEEDS, Options, option
 from bench.sweep.executor_options import ExecutorOptions
 
@@ -40,9 +41,7 @@ class RunOptions(ExecutorOptions):
     """The grid (names, seeds, profile, --set), data, weights and output; the
     executor's fields (and their defaults) are ExecutorOptions'."""
 
-    method: str = option("sl1h", "method name(s), comma separated, 'paper' (the paper's 8 "
-                         "trained methods), 'all' (also the extra baselines focal, flsd53) "
-                         "or 'extra' (MDCA, FL+MDCA, LS+MDCA, Brier, MMCE, MC-Dropout: docs/methods.md)")
+    method: str = option("sl1h", method_help)  # every group and what it holds
     dataset: str = option("digits", "dataset name(s), comma separated, or all")
     backbone: str | None = option(
         None, "backbone name(s), comma separated, or all / paper (the paper's resnet50, "

@@ -19,6 +19,7 @@ from bench.core.config import (PROFILE_METHOD_SETS, TrainConfig, apply_overrides
 from bench.core.device import check_device
 from bench.core.errors import BenchError, choices_error
 from bench.core.evalfiles import parse_all
+from bench.core.flags import check_needs
 from bench.core.paper import DENS, ENSEMBLE_OF, PAPER_BACKBONES, PAPER_METHODS
 from bench.core.registry import expand_names
 from bench.core.seeds import parse_seeds
@@ -116,6 +117,7 @@ def check_run_flags(opts: RunOptions) -> None:
         # a real run prints tables and a summary; JSON lines describe the plan only
         raise BenchError("--json describes the planned runs and needs --dry-run; add --dry-run "
                          "(nothing is trained) or drop --json")
+    check_needs(opts)  # --partition without --executor slurm, ...
     check_packages(opts)
     check_evals(opts.evals)
     if opts.device is not None:

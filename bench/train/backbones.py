@@ -100,6 +100,7 @@ def model_arch(method) -> tuple:
 # Backbones Packed-Ensembles is built for: conv / batch-norm only (a norm or
 # linear layer across channels would mix the members; bench.train.ensembles)
 PACKED_BACKBONES = ("smallcnn", "resnet18", "resnet50")
+LIBRARY = ": library models (timm:NAME, tv:NAME) never are"  # only our builders pack layers
 
 
 def check_arch(backbone: str, arch: tuple, pretrained: bool) -> None:
@@ -110,9 +111,13 @@ def check_arch(backbone: str, arch: tuple, pretrained: bool) -> None:
     if not arch or arch[0] != "packed":
         return
 
-    if canonical_backbone(backbone) not in PACKED_BACKBONES:
-        raise BenchError(f"packed: backbone '{backbone}' is not built as Packed-Ensembles "
-                         f"(conv / batch-norm backbones only: {', '.join(PACKED_BACKBONES)})")
+    name = canonical_backbone(backbone)
+    if name not in PACKED_BACKBONES:  # tv:resnet18 too: a library's model, not our builder's
+        library = LIBRARY if name.startswith((TIMM_PREFIX, TV_PREFIX)) else ""
+        raise BenchError(f"packed: backbone '{backbone}' is not built as Packed-Ensembles"
+                         f"{library}; allowed: the registered conv / batch-norm backbones "
+                         "smallcnn, resnet18 (timm's ResNet-18) and resnet50 (torchvision's "
+                         "ResNet-50)")
     if pretrained:
         raise BenchError("packed: its widths differ from any pretrained checkpoint's, so it "
                          "trains from scratch; add --no-pretrained (and no --weights)")
@@ -341,7 +346,7 @@ def _resolve_timm(name: str):
     return (_timm_any, {"model_name": model}) if timm.is_model(model) else None
 
 
-BACKBONES.add_resolver(_resolve_timm)
+BACKBONES.add_resolver(_resolve_timm, library=("timm", TIMM_PREFIX, "timm/"))
 
 TV_PREFIX = "tv:"
 # the attributes torchvision's classifiers hang on (ResNet fc; EfficientNet,
@@ -389,7 +394,7 @@ def _resolve_tv(name: str):
     return (_tv_any, {"model_name": model}) if model in known else None
 
 
-BACKBONES.add_resolver(_resolve_tv)
+BACKBONES.add_resolver(_resolve_tv, library=("torchvision", TV_PREFIX))
 
 NO_IMAGENET_WEIGHTS = ("smallcnn",)  # registered backbones without published weights
 

@@ -50,7 +50,8 @@ ARGPARSE_CASES = [
     (["run", "--jobs-per-gpu", "1.5"], "argument --jobs-per-gpu: invalid int value: '1.5'"),
     (["nope"], "bench: error: argument command: invalid choice: 'nope'"),
     ([], "bench: error: the following arguments are required: command"),
-    (["report", "--nope"], "unrecognized arguments: --nope"),
+    (["report", "--zzzz"], "bench report: error: unknown option --zzzz; see bench report "
+                           "--help"),  # no flag near it (a near one is named: test_flags_exact)
     (["run", "--seeds"], "bench run: error: argument --seeds: expected one argument"),
 ]
 

@@ -143,6 +143,7 @@ def test_config_choice_is_never_silent(tmp_path):
 
 
 def test_no_records_is_one_line_error(tmp_path, capsys):
+    (tmp_path / "none").mkdir()  # a folder without records (a missing one: test_flags_exact)
     assert main(["report", "--results", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("bench: error: no finished run records") and "\n" not in err

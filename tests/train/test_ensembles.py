@@ -145,7 +145,7 @@ def test_packed_has_about_the_backbones_parameters_and_refuses_what_it_cannot_pa
     assert count(("packed", 4, 2, 2), 4) < count(("packed", 4, 2, 1), 4)  # gamma halves convs
     with pytest.raises(BenchError, match="cannot be loaded"):
         PackedNet(type("B", (), {"weights": "imagenet", "head_prefix": None})(), 4, 5, 2, 1)
-    for backbone, pre, text in (("convnext_tiny", False, "conv / batch-norm backbones only"),
+    for backbone, pre, text in (("convnext_tiny", False, "allowed: the registered conv / batch-norm"),
                                 ("smallcnn", True, "--no-pretrained")):
         with pytest.raises(BenchError, match=text) as err:
             check_arch(backbone, ("packed", 4, 2, 1), pre)

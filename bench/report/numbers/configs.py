@@ -11,19 +11,39 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
+from bench.core import codeunits
 from bench.core.errors import BenchError
 from bench.report.numbers import frame
 
 
 CONFIG_RULES = {
-    # rule -> sort key over one config's runs; the largest wins
-    "latest": lambda runs: max(_mtime(r) for r in runs),
+    # rule -> sort key over one config's runs; the largest wins. `latest`:
+    # the newest config made by today's method code, then the newest (a
+    # method edited and reverted trains a config that today's code no longer
+    # makes; the reverted code's older records are today's)
+    "latest": lambda runs: (_today(runs) is True, max(_mtime(r) for r in runs)),
     "most-seeds": lambda runs: (len(runs), max(_mtime(r) for r in runs)),
 }
 
 
 def _mtime(run) -> float:
     return run.record.mtime
+
+
+def _today(runs) -> bool | None:
+    """Whether a config's records were made by today's method code (None:
+    they cannot say: bench.core.codeunits.made_by_today)."""
+    return codeunits.made_by_today(runs[0].record.config)
+
+
+def _why_latest(best: str, hashes: dict) -> str:
+    """What the note adds where today's code, not the date, chose."""
+    newer = [h for h in hashes if h != best
+             and max(map(_mtime, hashes[h])) > max(map(_mtime, hashes[best]))]
+    if not newer or _today(hashes[best]) is not True:
+        return ""
+    return (f": the newest config made by today's method code; {', '.join(sorted(newer))} "
+            "is newer, made by other code")
 
 
 def parse_ablation(config: str | None) -> dict[str, dict[str, str]]:
@@ -112,6 +132,8 @@ def select_configs(runs: list, config: str | None = None) -> tuple[list, list[st
         others = [f"{h} ({len(v)} seeds)" for h, v in sorted(hashes.items()) if h != best]
         if others:
             how = f"--config {rule}" if rule and not prefixes else "--config"
+            if how == "--config latest":
+                how += _why_latest(best, hashes)
             notes.append(f"{'/'.join(cell)}: using config {best} ({len(hashes[best])} seeds, "
                          f"chosen by {how}), ignoring {', '.join(others)}")
     return keep, notes
