@@ -149,7 +149,7 @@ def first_line(err: Exception) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (one thread each)")
     ap.add_argument("--only", default="*", help="backbone name pattern, e.g. 'timm:*mobile*'")
     args = ap.parse_args(argv)

@@ -92,7 +92,8 @@ def batched(backbone: str, n: int, size: int, conv: str, classes: int = 9):
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m bench.speed.cellops", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m bench.speed.cellops", description=__doc__,
+                                 allow_abbrev=False)
     ap.add_argument("--size", type=int, default=32, help="image size (px)")
     ap.add_argument("--batch", type=int, default=2, help="images per member")
     ap.add_argument("--members", type=int, nargs="+", default=[1, 5, 10, 40])
