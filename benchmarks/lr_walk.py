@@ -11,7 +11,8 @@ functions (each function once, whatever the number of calls):
   (bench.core.flags.split_pair, handed the text), converted to a float
   (bench.core.config.convert, handed the value's text; a later call handed
   the float returns it as it is) and handed to the optimiser
-  (bench.train.loop.make_sgd). The program's entry (main, _main), which
+  (bench.train.loop.make_sgd). The program's entry (main, _main, and the
+  parser's parse_known_args that refuses an unknown flag), which
   holds only the raw command line (argv, a list of texts), is printed apart
   and not counted: the lr is not a value of its own there (the issue's
   "timm: 2" counts neither timm's main nor its argparse call). A local pool run
@@ -83,7 +84,7 @@ def _raw_command_line(v) -> bool:
 
 class Tracer:
     """`walk`: {(file, function): True if the frame holds the lr only inside
-    the raw command line (the entry: main, _main)}; `saw`: every function
+    the raw command line (the entry: main, _main, parse_known_args)}; `saw`: every function
     handed it, in call order."""
 
     def __init__(self):

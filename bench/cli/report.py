@@ -44,9 +44,11 @@ def report(args) -> int:
 
     opts = options_of(args)
     opts.validate()  # a bad value stops before anything is read or written
-    # a missing folder is said as such (not "no records"), before --out is made
-    store.require_results_dir(args.results)
+    # both checked before anything is read or written (neither creates a folder):
+    # a bad --out first, so its line names it; a missing --results is said as
+    # such, not as "no records"
     out = store.require_writable_dir(args.out, "--out")
+    store.require_results_dir(args.results)
     try:
         rep = build(args.results, opts, cache_dir=out, live=live_holder)
     except NoRecords as err:

@@ -60,7 +60,7 @@ class RankMixupParams:
         return self.rm_mix_alpha
 
 
-def mrl_loss(z, zm, y, y_perm, lam, rest, alpha: float, margin: float,
+def mrl_loss(z, zm, y, y_perm, lam, rest, *, alpha: float, margin: float,
              form: str = "authors"):
     """CE(z, y) + alpha * the masked ranking term as `form` says (module
     text); lam, rest float32 scalars, z, zm [B, K] logits of the clean and
@@ -111,7 +111,8 @@ class RankMixup(Mixup):
         z = logits[:, 0]
         b = len(y)
         p = self.params
-        return mrl_loss(z[:b], z[b:], y, y_perm, lam, rest, p.rm_alpha, p.rm_margin, p.rm_form)
+        return mrl_loss(z[:b], z[b:], y, y_perm, lam, rest, alpha=p.rm_alpha,
+                        margin=p.rm_margin, form=p.rm_form)
 
 
 @METHODS.register("rankmixup", "CE + 0.1 x mixup ranking loss MRL (Noh et al. 2023; --method recent)")
