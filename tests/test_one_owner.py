@@ -4,6 +4,8 @@ that implement it and fails on a second one.
 - the sha256 of sorted-key JSON: bench.core.files.json_sha256 (the config
   hash, metrics.json's and the eval manifest's digests, a corrupted set's
   recipe key all go through it);
+- the normalising of code text before it is hashed:
+  bench.core.codeid.normalised (a plugin's files, a built-in code unit).
 """
 from __future__ import annotations
 
@@ -66,3 +68,37 @@ def test_the_digest_is_each_former_owners_form():
     assert files.json_sha256(value) == hashlib.sha256(compact).hexdigest()
     assert files.json_sha256(value, files.SPACED) == hashlib.sha256(spaced).hexdigest()
     assert files.json_sha256({"p": Path("/x")}) == hashlib.sha256(b'{"p":"/x"}').hexdigest()
+
+
+WRITES_CODE = ("ast.unparse", "ast.dump", "ast.iter_fields")
+
+
+def code_normalisers(source: str) -> list[str]:
+    """Functions that parse code (ast.parse) and write it back as text
+    (ast.unparse, ast.dump, a walk over ast.iter_fields), themselves or
+    through a function of the same module they call."""
+    fns = {fn.name: fn for fn in functions(source)}
+    called = {name: {ast.unparse(c.func) for c in ast.walk(fn) if isinstance(c, ast.Call)}
+              for name, fn in fns.items()}
+
+    def writes(name, seen=()):
+        calls = called[name]
+        return any(c in WRITES_CODE for c in calls) or any(
+            c in fns and c not in seen and writes(c, (*seen, name)) for c in calls)
+
+    return [n for n in fns if "ast.parse" in called[n] and writes(n)]
+
+
+def test_one_code_normaliser():
+    assert sites(code_normalisers) == {"bench/core/codeid.py": ["normalised"]}
+
+
+def test_the_count_finds_both_former_normalisers():
+    """The two it replaced, transcribed: ast.unparse without docstrings (a
+    plugin's files), a dump of node fields through a helper (a code unit)."""
+    unparse = "import ast\ndef normalised(src):\n    return ast.unparse(ast.parse(src))\n"
+    dump = ("import ast\ndef digest(src):\n    return canon(ast.parse(src))\n"
+            "def canon(node):\n    return [canon(v) for _, v in ast.iter_fields(node)]\n"
+            "def names(src):\n    return [n.id for n in ast.walk(ast.parse(src))]\n")
+    assert code_normalisers(unparse) == ["normalised"]
+    assert code_normalisers(dump) == ["digest"]

@@ -11,12 +11,18 @@ count):
   script imported) its top-level package folder, every `.py` file under
   it, or the single module file when it is not a package.
 
-Each file is normalised before it is hashed: parsed, its docstrings
-dropped, and written back with `ast.unparse`, so comments, docstrings,
-blank lines and formatting do not count and anything that changes what
-runs does. The digest is the sha256 over each file's name (relative to the
-folder it was installed or found in) and its normalised text, in name
-order. A file that does not parse is hashed as its bytes.
+Each file is normalised before it is hashed (`normalised`, UNPARSED):
+parsed, its docstrings dropped, and written back with `ast.unparse`, so
+comments, docstrings, blank lines and formatting do not count and anything
+that changes what runs does. The digest is the sha256 over each file's name
+(relative to the folder it was installed or found in) and its normalised
+text, in name order. A file that does not parse is hashed as its bytes.
+
+`normalised` is the one normaliser of code text: a built-in method's code
+units (bench.core.codeunits) are read through it too, in its DUMPED form.
+The two forms stay two because each is what existing records' digests were
+made with: a plugin's digest enters its config hash, a unit's is pinned in
+codepins.json.
 """
 from __future__ import annotations
 
@@ -30,14 +36,27 @@ from importlib import metadata
 from pathlib import Path
 
 DOC_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+UNPARSED = "unparsed"  # a plugin's files: docstrings out, ast.unparse
+DUMPED = "dumped"      # a built-in code unit: node types and fields
+NOT_RUN = {"annotation", "returns", "type_comment", "ctx"}  # fields that never change a number
 
 
-def normalised(source: bytes) -> bytes:
-    """The source without comments, docstrings or formatting (module docstring)."""
+def normalised(source: bytes, form: str = UNPARSED, pick=None) -> bytes:
+    """`source` without what does not change what runs, written one way.
+
+    UNPARSED: docstrings dropped, written back with ast.unparse. DUMPED:
+    imports, bare strings, `if TYPE_CHECKING:` blocks and annotations dropped
+    as well, each top-level statement that `pick(tree)` chooses (default:
+    all) written as its node types and non-empty fields, one a line: a dump
+    written here so that it does not move between Python versions (ast.dump's
+    and ast.unparse's output may)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):  # it cannot run either; its bytes still identify it
         return source
+    if form == DUMPED:
+        stmts = pick(tree) if pick else tree.body
+        return "\n".join(_dump(s) for s in stmts if not _inert(s)).encode()
     for node in ast.walk(tree):
         if isinstance(node, DOC_OWNERS) and _docstring(node.body):
             # an emptied body still unparses; `pass` keeps it valid Python
@@ -49,6 +68,29 @@ def _docstring(body: list) -> bool:
     first = body[0] if body else None
     return (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
             and isinstance(first.value.value, str))
+
+
+def _inert(node) -> bool:
+    """A statement that changes no number: an import (moving one is a
+    refactor), a bare string (a docstring), an `if TYPE_CHECKING:` block."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return isinstance(node.value.value, str)
+    test = getattr(node, "test", None) if isinstance(node, ast.If) else None
+    return getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
+
+
+def _dump(node) -> str:
+    """Node type and non-empty fields, recursively: empty fields are left out
+    so that a field a newer Python adds (type_params) changes nothing."""
+    if isinstance(node, list):
+        return "[" + ",".join(_dump(x) for x in node if not _inert(x)) + "]"
+    if not isinstance(node, ast.AST):
+        return repr(node)
+    fields = [f"{k}={_dump(v)}" for k, v in ast.iter_fields(node)
+              if k not in NOT_RUN and v is not None and v != []]
+    return f"{type(node).__name__}({','.join(fields)})"
 
 
 def plugin_files(module) -> list[tuple[str, Path]]:

@@ -18,9 +18,9 @@ edit to MC-Dropout's network leaves the multi-head model's unit alone.
 
 A unit's digest reads its source without what does not change what runs:
 comments, formatting, bare string statements (docstrings), imports,
-`if TYPE_CHECKING:` blocks and type annotations. It is the sha256 of a dump
-of node types and their non-empty fields, written here so that it does not
-move between Python versions (ast.dump's and ast.unparse's output may).
+`if TYPE_CHECKING:` blocks and type annotations. It is the sha256 of the
+code normaliser's dump of node types and their non-empty fields
+(bench.core.codeid.normalised, DUMPED).
 
 The pins (codepins.json) hold each unit's digest at the commit that
 introduced code identity (`baseline`: what records without `code_units`
@@ -35,6 +35,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from bench.core.codeid import DUMPED, normalised
 from bench.core.errors import BenchError
 from bench.core.files import read_json, write_atomic
 
@@ -54,7 +55,6 @@ SHARED = ("bench.methods.base", "bench.train.loop", "bench.train.graphstep",
           "bench.train.backbones", "bench.train.nets:smallcnn_features",
           "bench.train.nets:drop_classifier", "bench.train.nets:drop_last_linear",
           "bench.train.nets:scale_drop_path", "bench.train.nets:max_drop_path")
-NOT_RUN = {"annotation", "returns", "type_comment", "ctx"}  # fields that never change a number
 
 
 def module_path(module: str) -> Path:
@@ -75,10 +75,9 @@ def unit_digest(unit: str) -> str:
 @functools.lru_cache(maxsize=512)
 def _digest(path: str, mtime_ns: int, size: int, name: str, unit: str) -> str:
     """Cached by the file's mtime and size: a grid builds hundreds of runs."""
-    tree = ast.parse(Path(path).read_bytes())
-    stmts = tree.body if not name else _closure(tree, name, unit)
-    text = "\n".join(_canon(s) for s in stmts if not _inert(s))
-    return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_CHARS]
+    pick = (lambda tree: _closure(tree, name, unit)) if name else None
+    text = normalised(Path(path).read_bytes(), DUMPED, pick)
+    return hashlib.sha256(text).hexdigest()[:DIGEST_CHARS]
 
 
 def _closure(tree: ast.Module, name: str, unit: str) -> list:
@@ -107,29 +106,6 @@ def _bound(stmt) -> list[str]:
     targets = stmt.targets if isinstance(stmt, ast.Assign) else \
         [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-
-
-def _inert(node) -> bool:
-    """A statement that changes no number: an import (moving one is a
-    refactor), a bare string (a docstring), an `if TYPE_CHECKING:` block."""
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return True
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-        return isinstance(node.value.value, str)
-    test = getattr(node, "test", None) if isinstance(node, ast.If) else None
-    return getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
-
-
-def _canon(node) -> str:
-    """Node type and non-empty fields, recursively: empty fields are left out
-    so that a field a newer Python adds (type_params) changes nothing."""
-    if isinstance(node, list):
-        return "[" + ",".join(_canon(x) for x in node if not _inert(x)) + "]"
-    if not isinstance(node, ast.AST):
-        return repr(node)
-    fields = [f"{k}={_canon(v)}" for k, v in ast.iter_fields(node)
-              if k not in NOT_RUN and v is not None and v != []]
-    return f"{type(node).__name__}({','.join(fields)})"
 
 
 # -------------------------------------------------------------- methods --
