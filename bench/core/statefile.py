@@ -1,13 +1,15 @@
 """A nested training state in one file that is data only: nothing in it is
 ever unpickled, so a file planted in a shared results folder cannot run code.
 
-The file is in the safetensors layout (the `safetensors` package reads it,
-but the harness needs no such package): 8 bytes of little-endian header
-length, a JSON header naming each tensor's dtype, shape and byte range, then
-the raw bytes. The header's `__metadata__` holds `format`, `skeleton` (the
-state's structure as JSON, every tensor or numpy array replaced by its name)
-and `sha256` (of the tensor bytes), so a cut, altered or foreign file is told
-from a whole one and named (`Damaged`) instead of half-read.
+A safetensors file, written and its tensors read by the `safetensors`
+package (as bench.core.weightsfile's): tensors `t0`, `t1`, ... in the order
+the state holds them; the header's `__metadata__` holds `format`, `skeleton`
+(the state's structure as JSON, every tensor or numpy array replaced by its
+number) and `sha256` (of the tensors' bytes in that order, which is how the
+former hand-written writer laid them out: its files read the same), so a
+cut, altered or foreign file is named (`Damaged`) instead of half-read. The
+header is parsed here: `damage`, the dry run's look at a resume state
+(bench.sweep.grid), reads it and the file's size only, without torch.
 
 What a state may hold: None, bool, int, float (NaN and infinities too), str,
 list, tuple, dict (any of these as keys), torch tensors (stored on the CPU,
@@ -19,38 +21,31 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 # torch is imported by the functions that write or read tensors, not here:
-# bench.core loads without torch, and `damage`, the dry run's look at a
-# resume state (bench.sweep.grid), reads the header only and needs none
+# bench.core loads without torch, and `damage` reads the header only
 if TYPE_CHECKING:
     import torch
 
 FORMAT = "bench-state/1"
 MAX_HEADER = 64 << 20  # a state's header is kilobytes; more means a foreign file
 NUMPY_KINDS = "biufc"  # never object, void or string arrays
+CODES = ("F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL")
 
 
 @functools.cache
-def dtypes() -> dict:
-    """The header's dtype code -> the torch dtype (the safetensors codes)."""
+def dtypes() -> frozenset:
+    """The torch dtypes a state stores (those of CODES, the safetensors codes)."""
     # torch on demand: bench.core loads without it (a dry run reads a state's header only)
     import torch
 
-    return {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
-            "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32,
-            "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
-
-
-@functools.cache
-def codes() -> dict:
-    """The torch dtype -> its header code."""
-    return {dtype: code for code, dtype in dtypes().items()}
+    return frozenset({torch.float64, torch.float32, torch.float16, torch.bfloat16,
+                      torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                      torch.bool})
 
 
 class Damaged(ValueError):
@@ -58,30 +53,37 @@ class Damaged(ValueError):
 
 
 # ---------------------------------------------------------------- write --
-def dumps(state) -> bytearray:
-    """`state` as the bytes of one state file (tensor bytes copied once)."""
+def dumps(state) -> bytes:
+    """`state` as the bytes of one state file."""
     # torch on demand: bench.core loads without it (a dry run reads a state's header only)
-    import torch
+    from safetensors.torch import save
 
     tensors: list[torch.Tensor] = []
     skeleton = json.dumps(_encode(state, tensors), separators=(",", ":"))
-    raws = [t.reshape(-1).view(torch.uint8).numpy() for t in tensors]  # views, no copies
-    digest, header, offset = hashlib.sha256(), {}, 0
-    for i, (t, raw) in enumerate(zip(tensors, raws)):
-        digest.update(raw)
-        header[f"t{i}"] = {"dtype": codes()[t.dtype], "shape": list(t.shape),
-                           "data_offsets": [offset, offset + raw.nbytes]}
-        offset += raw.nbytes
-    header["__metadata__"] = {"format": FORMAT, "skeleton": skeleton,
-                              "sha256": digest.hexdigest()}
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # tensor bytes 8-aligned, as the safetensors package pads
-    out = bytearray(8 + len(text) + offset)
-    out[:8], out[8:8 + len(text)] = len(text).to_bytes(8, "little"), text
-    at = 8 + len(text)
-    for raw in raws:
-        out[at:at + raw.nbytes] = raw.data
-        at += raw.nbytes
+    digest = hashlib.sha256()
+    for t in tensors:
+        digest.update(_raw(t))
+    meta = {"format": FORMAT, "skeleton": skeleton, "sha256": digest.hexdigest()}
+    return save({f"t{i}": t for i, t in enumerate(_unshared(tensors))}, metadata=meta)
+
+
+def _raw(t: torch.Tensor):
+    """A tensor's bytes as they lie in the file (a view, no copy)."""
+    # torch on demand: bench.core loads without it (a dry run reads a state's header only)
+    import torch
+
+    return t.reshape(-1).view(torch.uint8).numpy().data
+
+
+def _unshared(tensors: list) -> list:
+    """The tensors, each one sharing memory with an earlier one copied: the
+    package refuses to save shared memory (tied weights, one tensor held in
+    two places) and the state keeps each occurrence."""
+    seen, out = set(), []
+    for t in tensors:
+        ptr = t.untyped_storage().data_ptr() if t.numel() else 0
+        out.append(t.clone() if ptr and ptr in seen else t)
+        seen.add(ptr)
     return out
 
 
@@ -94,7 +96,7 @@ def _encode(obj, tensors: list):
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, torch.Tensor):
-        if obj.layout != torch.strided or obj.dtype not in codes():
+        if obj.layout != torch.strided or obj.dtype not in dtypes():
             raise TypeError(f"a {obj.dtype} {obj.layout} tensor cannot be stored in a state file")
         tensors.append(obj.detach().to("cpu").contiguous())
         return {"tensor": len(tensors) - 1}
@@ -131,14 +133,34 @@ def loads(data: bytes):
         meta = header.pop("__metadata__", None)
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise Damaged("not a state of this version")
-        if hashlib.sha256(body).hexdigest() != meta.get("sha256"):
+        spans = [header[f"t{i}"]["data_offsets"] for i in range(len(header))]
+        digest = hashlib.sha256()
+        for begin, end in spans:
+            digest.update(body[begin:end])
+        if digest.hexdigest() != meta.get("sha256"):
             raise Damaged("contents changed since written (digest mismatch)")
-        tensors = [_tensor(header.get(f"t{i}"), body) for i in range(len(header))]
+        tensors = _tensors(bytes(data), header)
         return _decode(json.loads(meta["skeleton"]), tensors)
     except Damaged:
         raise
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as err:
         raise Damaged(f"malformed ({type(err).__name__})") from None
+
+
+def _tensors(data: bytes, header: dict) -> list:
+    """t0, t1, ... as the safetensors package reads them (it checks each
+    tensor's bytes against its shape and that they tile the file)."""
+    if any(e.get("dtype") not in CODES for e in header.values()):
+        raise Damaged("malformed (a tensor of a dtype no state holds)")
+    # safetensors.torch loads torch: only reading a state's tensors needs it
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    try:
+        named = load(data)
+    except SafetensorError:
+        raise Damaged("malformed (a tensor's bytes do not match its shape)") from None
+    return [named[f"t{i}"] for i in range(len(header))]
 
 
 def damage(path) -> str | None:
@@ -179,22 +201,6 @@ def _split(data: memoryview, more: int = 0) -> tuple[dict, memoryview]:
     if len(data) + more - 8 - n < need:
         raise Damaged(f"truncated: {len(data) + more} of {8 + n + need} bytes")
     return header, data[8 + n:]
-
-
-def _tensor(entry: dict, body: memoryview) -> torch.Tensor:
-    # torch on demand: bench.core loads without it (a dry run reads a state's header only)
-    import torch
-
-    dtype = dtypes()[entry["dtype"]]
-    shape = [int(s) for s in entry["shape"]]
-    begin, end = (int(o) for o in entry["data_offsets"])
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    if min(shape, default=0) < 0 or not 0 <= begin <= end <= len(body) \
-            or end - begin != math.prod(shape) * itemsize:
-        raise Damaged("malformed (a tensor's bytes do not match its shape)")
-    if begin == end:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(bytearray(body[begin:end]), dtype=dtype).reshape(shape)
 
 
 def _decode(node, tensors: list):
