@@ -31,7 +31,7 @@ run "temperature scaling fitted on test" bench/calib/variants.py \
   't = fit_temperature(p["val_logits"], p["val_labels"])' \
   't = fit_temperature(p["test_logits"], p["test_labels"])' \
   tests/calib/test_ts_ensemble_independent.py tests/report/test_cells.py
-run "deep ensemble averages logits" bench/calib/calibration.py \
+run "deep ensemble averages logits" bench/calib/temperature.py \
   "return np.mean([head_probs(lg) for lg in logits_list], axis=0)" \
   "return head_probs(np.mean(logits_list, axis=0))" \
   tests/calib/test_ts_ensemble_independent.py tests/calib/test_calibration.py

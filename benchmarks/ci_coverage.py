@@ -17,7 +17,7 @@ right (q at p's arg-max), no label noise:
 Each of `--sets` test sets of n samples gets the intervals `bench report`
 computes (1,000 resamples, numpy seed 0, percentile; the Measure registry's
 resamplers), and a coverage count; and, for comparison, dL2CE's percentile
-interval without the recentring (bench.calib.debiased) and the mean widths.
+interval without the recentring (bench.calib.measures.debiased) and the mean widths.
 
     .venv/bin/python benchmarks/ci_coverage.py [--sets 200] [--sizes 200,1000,5000]
 """
@@ -28,9 +28,9 @@ import time
 
 import numpy as np
 
-from bench.calib import calibration_measures as C
+from bench.calib.measures import intervals as C
 from bench.calib import measures as M
-from bench.calib.debiased import dl2ce_resamples
+from bench.calib.measures.debiased import dl2ce_resamples
 
 
 def draw(n: int, rng, k: int, signal: float, tau: float):

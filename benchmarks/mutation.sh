@@ -15,8 +15,8 @@ PY=${PYTHON:-$REPO/.venv/bin/python}
 # module name -> "source file | tests covering it"
 declare -A MOD=(
   [ranks]="bench/report/numbers/ranks.py|tests/report/test_ranks.py tests/report/test_rank_properties.py"
-  [calibration]="bench/calib/calibration.py|tests/calib/test_calibration.py tests/calib/test_ts_ensemble_independent.py"
-  [metrics]="bench/calib/metrics.py|tests/calib/test_metrics.py tests/calib/test_metric_properties.py"
+  [temperature]="bench/calib/temperature.py|tests/calib/test_calibration.py tests/calib/test_ts_ensemble_independent.py"
+  [measures]="bench/calib/measures/functions.py bench/calib/metrics.py|tests/calib/test_metrics.py tests/calib/test_metric_properties.py tests/calib/test_measure_functions.py"
   [config]="bench/core/config.py|tests/core/test_config_values.py tests/core/test_registry_config.py tests/core/test_config_hash.py tests/cli/test_reference_doc.py"
   [variants]="bench/calib/variants.py|tests/calib/test_ts_ensemble_independent.py tests/report/test_cells.py tests/report/test_measures.py"
   [mhml]="bench/methods/mhml.py|tests/methods/test_mhml.py tests/methods/test_weight_groups.py tests/cli/test_reference_doc.py"
@@ -24,7 +24,7 @@ declare -A MOD=(
   [losses]="bench/methods/ls.py bench/methods/mbls.py bench/methods/dca.py bench/methods/focal.py bench/methods/sl1h.py|tests/methods/test_methods.py tests/methods/test_method_bounds.py tests/cli/test_reference_doc.py"
   [aggregate]="bench/report/numbers/aggregate.py|tests/report/test_report.py tests/report/test_latex.py tests/report/test_frame.py tests/report/test_report_cost.py tests/calib/test_ts_ensemble_independent.py tests/cli/test_plan_checks.py"
 )
-ORDER=(ranks mixup config calibration variants metrics mhml losses aggregate)
+ORDER=(ranks mixup config temperature variants measures mhml losses aggregate)
 [ $# -gt 0 ] && ORDER=("$@")
 
 for name in "${ORDER[@]}"; do

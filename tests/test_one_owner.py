@@ -5,7 +5,9 @@ that implement it and fails on a second one.
   hash, metrics.json's and the eval manifest's digests, a corrupted set's
   recipe key all go through it);
 - the normalising of code text before it is hashed:
-  bench.core.codeid.normalised (a plugin's files, a built-in code unit).
+  bench.core.codeid.normalised (a plugin's files, a built-in code unit);
+- the measures: the package bench.calib.measures (the registry, every
+  measure function and resampler);
 """
 from __future__ import annotations
 
@@ -102,3 +104,38 @@ def test_the_count_finds_both_former_normalisers():
             "def names(src):\n    return [n.id for n in ast.walk(ast.parse(src))]\n")
     assert code_normalisers(unparse) == ["normalised"]
     assert code_normalisers(dump) == ["digest"]
+
+
+# The measures one package owns; where a built-in measure's code may live
+# outside it, and why: the checkpoint AUC is computed by training from
+# bench.calib.metrics (bench.train.protocol), the prediction-set measures are
+# the conformal sets' own (bench.calib.conformal).
+MEASURES_PACKAGE = "bench.calib.measures"
+MEASURED_ELSEWHERE = {"auc": "bench.calib.metrics"}
+
+
+def test_the_measures_have_one_owner():
+    from bench.calib import measures
+
+    outside = {}
+    for name in measures.MEASURES.names():
+        m = measures.get(name)
+        for role, fn in (("fn", m.fn), ("resample", m.resample)):
+            module = getattr(fn, "__module__", None) or ""
+            if fn is None or not module.startswith("bench."):
+                continue  # no resampler; a plugin's own measure
+            allowed = (module.startswith(MEASURES_PACKAGE)
+                       or module == MEASURED_ELSEWHERE.get(name)
+                       or (m.sets and module == "bench.calib.conformal"))
+            if not allowed:
+                outside[f"{name}.{role}"] = module
+    assert outside == {}
+
+
+def test_no_second_module_is_named_for_the_measures():
+    """calibration.py, calibration_measures.py and measures.py named one
+    concept three ways beside metrics.py; only the package is named so now."""
+    calib = ROOT / "bench" / "calib"
+    named = sorted(p.relative_to(calib).as_posix() for p in calib.glob("*.py")
+                   if any(w in p.stem for w in ("measure", "calibration")))
+    assert named == [] and (calib / "measures" / "__init__.py").is_file()

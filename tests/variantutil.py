@@ -2,7 +2,7 @@
 of one variant (bench.calib.variants) of the records at `paths`, and what the
 variant fitted (the temperature, the ensemble's members)."""
 from bench.calib import measures as M
-from bench.calib.calibration import scaled_probs
+from bench.calib.temperature import scaled_probs
 from bench.calib import variants as V
 from bench.core.record import Record
 

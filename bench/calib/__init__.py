@@ -1,13 +1,14 @@
 """bench.calib: the calibration maths, numpy and scipy in, numbers out.
 
-metrics (ACC, ECE, NLL, AUC, softmax), calibration (temperature scaling and
-ensembles on saved logits), calibration_measures (binned and smooth
-calibration errors, bootstrap intervals), debiased (the debiased top-label
-L2 calibration error), measures (the Measure registry: every column a report
-can show), posthoc (calibrators fitted on validation logits), variants (the
-Variant registry: every way a report turns logits into probabilities), ood
-(the OOD score registry and the detection metrics), conformal (split
-conformal prediction sets and their score registry).
+measures (every measure a report can show: the Measure registry, the
+measure functions, their bootstrap and seed intervals, dl2ce's vectorised
+resampler), metrics (what training computes from logits: softmax, the
+heads' mean, the checkpoint AUC), temperature (temperature scaling and deep
+ensembles on saved logits), posthoc (calibrators fitted on validation
+logits), variants (the Variant registry: every way a report turns logits
+into probabilities), ood (the OOD score registry and the detection
+metrics), conformal (split conformal prediction sets and their score
+registry).
 
 Nothing here trains, reads a record or knows a dataset: every function takes
 arrays. The registries here (measures, variants, OOD and conformal scores)

@@ -6,10 +6,10 @@ Each calibrator is a pair of functions, fitted on the validation split only:
     probs = apply(test_logits, params)        # [N', K] float64, rows sum to 1
 
 Logits are the +TS rows' input: [N, K], or [N, M, K] per-head logits, which
-are averaged over heads first (calibration.mean_head_logits). `params` is a
+are averaged over heads first (temperature.mean_head_logits). `params` is a
 frozen dataclass of read-only float64 arrays. `CALIBRATORS` maps each short
 name (the `--variants` spelling) to a `Calibrator(fit, apply, title,
-version)`; temperature scaling itself stays in calibration.py:
+version)`; temperature scaling itself stays in temperature.py:
 
     vs         vector scaling: softmax(w * z + b), w, b in R^K (Guo et al. 2017)
     dirichlet  softmax(W log softmax(z) + b) with ODIR (Kull et al. 2019)
@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from bench.calib.calibration import (fit_temperature, mean_head_logits, one_blas_thread,
+from bench.calib.temperature import (fit_temperature, mean_head_logits, one_blas_thread,
                                      softmax_nll)
 from bench.core.errors import BenchError
 from bench.calib.metrics import softmax

@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from bench.calib.calibration import ensemble_probs, fit_temperature, mean_head_logits, scaled_probs
+from bench.calib.temperature import ensemble_probs, fit_temperature, mean_head_logits, scaled_probs
 from bench.calib.posthoc import CALIBRATORS
 from bench.core.errors import BenchError
 from bench.calib.metrics import head_probs

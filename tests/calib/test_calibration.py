@@ -2,11 +2,12 @@
 import numpy as np
 import pytest
 
-from bench.calib.calibration import ensemble_probs, fit_temperature, scaled_probs
+from bench.calib.temperature import ensemble_probs, fit_temperature, scaled_probs
 from variantutil import deep_ensemble, temperature_scaled
 from bench.core.errors import BenchError
 from bench.calib.measures import stored_values as all_metrics
-from bench.calib.metrics import head_probs, nll, softmax
+from bench.calib.measures.functions import nll
+from bench.calib.metrics import head_probs, softmax
 from bench.core.store import write_record
 from bench.report.render.summary import summary_rows, summary_table
 

@@ -1,13 +1,13 @@
-"""dl2ce's bootstrap interval: the vectorised resampler (bench.calib.debiased)
+"""dl2ce's bootstrap interval: the vectorised resampler (bench.calib.measures.debiased)
 against the uncertainty-calibration package called on each resample, and a
 small simulation where the plug-in ECE's interval misses the true value
 almost always and dL2CE's covers it."""
 import numpy as np
 import pytest
 
-from bench.calib import calibration_measures as C
+from bench.calib.measures import intervals as C
 from bench.calib import measures as M
-from bench.calib.debiased import _discrete, dl2ce_interval_resamples, dl2ce_resamples
+from bench.calib.measures.debiased import _discrete, dl2ce_interval_resamples, dl2ce_resamples
 
 
 def package_dl2ce(probs, labels) -> float:

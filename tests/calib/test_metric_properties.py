@@ -5,7 +5,7 @@ import torch
 from hypothesis import example, given, settings, strategies as st
 from torchmetrics.functional.classification import multiclass_calibration_error
 
-from bench.calib import metrics as M
+from bench.calib.measures import functions as M
 
 FAST = settings(max_examples=80, deadline=None)
 # Confidences on the 15-bin edges, exactly 1 (its own bin), 1/K-like ties, and

@@ -6,6 +6,7 @@ import torch
 from sklearn.metrics import log_loss, roc_auc_score
 
 from bench.calib import metrics as M
+from bench.calib.measures import functions as F
 
 
 def random_probs(n=500, k=6, seed=0, sharp=3.0):
@@ -17,7 +18,7 @@ def random_probs(n=500, k=6, seed=0, sharp=3.0):
 
 def test_accuracy_counts_argmax_hits():
     probs = np.array([[0.9, 0.1], [0.4, 0.6], [0.7, 0.3]])
-    assert M.accuracy(probs, np.array([0, 0, 0])) == pytest.approx(2 / 3)
+    assert F.accuracy(probs, np.array([0, 0, 0])) == pytest.approx(2 / 3)
 
 
 def test_nll_matches_sklearn_log_loss_on_float32_probabilities():
@@ -27,17 +28,17 @@ def test_nll_matches_sklearn_log_loss_on_float32_probabilities():
     p64 = probs.astype(np.float64)
     p64 /= p64.sum(1, keepdims=True)
     expected = log_loss(labels, p64.astype(np.float32), labels=range(6))
-    assert M.nll(p64, labels) == pytest.approx(expected, rel=1e-6)
+    assert F.nll(p64, labels) == pytest.approx(expected, rel=1e-6)
     # the same clip either way: float32 rounding of p is all that differs
-    assert M.nll(p64, labels) == pytest.approx(M.nll(p64.astype(np.float32), labels), rel=1e-7)
+    assert F.nll(p64, labels) == pytest.approx(F.nll(p64.astype(np.float32), labels), rel=1e-7)
 
 
 def test_nll_clips_zero_probability_at_float32_eps():
     probs = np.array([[1.0, 0.0], [0.5, 0.5]])
     labels = np.array([1, 0])
     eps = float(np.finfo(np.float32).eps)
-    assert M.nll(probs, labels) == pytest.approx((-np.log(eps) - np.log(0.5)) / 2, rel=1e-12)
-    assert M.nll(probs, labels) == pytest.approx(log_loss(labels, probs.astype(np.float32)),
+    assert F.nll(probs, labels) == pytest.approx((-np.log(eps) - np.log(0.5)) / 2, rel=1e-12)
+    assert F.nll(probs, labels) == pytest.approx(log_loss(labels, probs.astype(np.float32)),
                                                  rel=1e-6)
 
 
@@ -47,7 +48,7 @@ def test_nll_clips_float32_like_sklearn():
     probs = torch.softmax(torch.from_numpy(logits), 1).numpy()
     labels = np.array([1, 1, 0])
     assert probs[0, 1] < 1e-20
-    assert M.nll(probs, labels) == pytest.approx(log_loss(labels, probs, labels=range(3)),
+    assert F.nll(probs, labels) == pytest.approx(log_loss(labels, probs, labels=range(3)),
                                                  rel=1e-6)
 
 
@@ -64,7 +65,7 @@ def test_brier_by_hand():
     probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
     labels = np.array([0, 1])
     expected = ((0.3 ** 2 + 0.2 ** 2 + 0.1 ** 2) + (0.1 ** 2 + 0.9 ** 2 + 0.8 ** 2)) / 2
-    assert M.brier(probs, labels) == pytest.approx(expected)
+    assert F.brier(probs, labels) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -74,7 +75,7 @@ def test_ece_matches_torchmetrics(seed, sharp):
     probs, labels = random_probs(seed=seed, sharp=sharp)
     ref = tm.MulticlassCalibrationError(num_classes=6, n_bins=15, norm="l1")(
         torch.from_numpy(probs), torch.from_numpy(labels))
-    assert M.ece(probs, labels) == pytest.approx(float(ref), abs=1e-6)
+    assert F.ece(probs, labels) == pytest.approx(float(ref), abs=1e-6)
 
 
 def test_ece_with_many_exact_ones_matches_torchmetrics():
@@ -86,7 +87,7 @@ def test_ece_with_many_exact_ones_matches_torchmetrics():
     assert (probs.max(1) == 1.0).sum() == 30  # float32 softmax saturates
     ref = tm.MulticlassCalibrationError(num_classes=3, n_bins=15, norm="l1")(
         torch.from_numpy(probs), torch.from_numpy(labels))
-    assert M.ece(probs, labels) == pytest.approx(float(ref), abs=1e-7)
+    assert F.ece(probs, labels) == pytest.approx(float(ref), abs=1e-7)
 
 
 def test_ece_hand_worked_bin_edge_and_exact_one():
@@ -102,8 +103,8 @@ def test_ece_hand_worked_bin_edge_and_exact_one():
     labels = np.array([1, 0, 2])
     expected = (abs(0 - 0.2) + abs(1 - 0.5) + abs(0 - 1.0)) / 3
     # confidences are binned and averaged in float32, as torchmetrics does
-    assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-7)
-    acc, conf, share = M.ece_bins(probs, labels)
+    assert F.ece(probs, labels) == pytest.approx(expected, abs=1e-7)
+    acc, conf, share = F.ece_bins(probs, labels)
     assert share[15] == pytest.approx(1 / 3) and conf[15] == 1.0  # the 1.0 bin
     assert share[7] == pytest.approx(1 / 3)  # 0.5 is in [7/15, 8/15)
 
@@ -125,8 +126,8 @@ def test_ece_bin_edge_grouping():
     expected = (2 * abs(0.5 - edge) + abs(1 - below)) / 3
     for dtype in (np.float32, np.float64):
         probs = np.array([row(edge), row(edge), row(below)], dtype=dtype)
-        assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-7)
-        assert M.ece(probs, labels) == pytest.approx(tm_ece(probs, labels), abs=1e-7)
+        assert F.ece(probs, labels) == pytest.approx(expected, abs=1e-7)
+        assert F.ece(probs, labels) == pytest.approx(tm_ece(probs, labels), abs=1e-7)
 
 
 def test_ece_of_float64_probabilities_bins_like_torchmetrics():
@@ -135,8 +136,8 @@ def test_ece_of_float64_probabilities_bins_like_torchmetrics():
     probs = np.array([[0.0, 0.25, 0.25, 0.25, 0.25], [0.2] * 5])
     labels = np.array([0, 0])  # wrong, right
     expected = (abs(0 - 0.25) + abs(1 - 0.2)) / 2  # two bins of one sample each
-    assert M.ece(probs, labels) == pytest.approx(expected, abs=1e-7)
-    assert M.ece(probs, labels) == pytest.approx(tm_ece(probs, labels), abs=1e-7)
+    assert F.ece(probs, labels) == pytest.approx(expected, abs=1e-7)
+    assert F.ece(probs, labels) == pytest.approx(tm_ece(probs, labels), abs=1e-7)
 
 
 def tm_ece(probs, labels):
@@ -148,8 +149,8 @@ def tm_ece(probs, labels):
 
 def test_calibration_gap_sign():
     probs = np.array([[0.6, 0.4], [0.6, 0.4]])
-    assert M.calibration_gap(probs, np.array([0, 0])) == pytest.approx(-0.4)  # under-confident
-    assert M.calibration_gap(probs, np.array([1, 1])) == pytest.approx(0.6)  # over-confident
+    assert F.calibration_gap(probs, np.array([0, 0])) == pytest.approx(-0.4)  # under-confident
+    assert F.calibration_gap(probs, np.array([1, 1])) == pytest.approx(0.6)  # over-confident
 
 
 def test_head_probs_is_mean_of_head_softmaxes():
@@ -191,4 +192,4 @@ def test_stored_measures_names_and_values():
     assert got["brier"] == pytest.approx((0.09 + 0.04 + 0.01 + 0.01 + 0.01 + 0.04
                                           + 0.25 + 0.36 + 0.01) / 3)
     assert got["gap"] == pytest.approx((0.7 + 0.8 + 0.5) / 3 - 2 / 3)
-    assert got["ece"] == pytest.approx(M.ece(probs, labels))
+    assert got["ece"] == pytest.approx(F.ece(probs, labels))

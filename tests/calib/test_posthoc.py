@@ -8,9 +8,10 @@ from scipy.optimize import minimize
 from sklearn.isotonic import IsotonicRegression
 
 from bench.calib import posthoc as ph
-from bench.calib.calibration import fit_temperature, scaled_probs
+from bench.calib.temperature import fit_temperature, scaled_probs
 from bench.core.errors import BenchError
-from bench.calib.metrics import ece, nll, softmax
+from bench.calib.measures.functions import ece, nll
+from bench.calib.metrics import softmax
 
 NAMES = sorted(ph.CALIBRATORS)
 

@@ -149,7 +149,7 @@ def test_t_stops_at_the_documented_bounds():
     """Anti-correlated validation logits: NLL falls as T -> inf, and the search
     stops at exp(10). Separable ones: NLL falls as T -> 0; the gradient vanishes
     (and L-BFGS stops) before exp(-10), in a stable float range (no overflow)."""
-    from bench.calib.calibration import fit_temperature
+    from bench.calib.temperature import fit_temperature
 
     rng = np.random.default_rng(3)
     z = rng.normal(0, 5, (200, K))
@@ -161,7 +161,7 @@ def test_t_stops_at_the_documented_bounds():
 def test_t_falls_back_to_one_when_the_optimiser_does_worse(monkeypatch):
     import scipy.optimize
 
-    from bench.calib.calibration import fit_temperature
+    from bench.calib.temperature import fit_temperature
 
     z, y = draws(4, 300, 4.0, 2.0)
     for bad in (np.inf, 1e9):  # diverged, or worse than T = 1

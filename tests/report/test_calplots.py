@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from matplotlib.patches import Rectangle
 
-from bench.calib.calibration_measures import smooth_ece
+from bench.calib.measures.functions import smooth_ece
 from bench.report.plotting import calplots, plots
 
 

@@ -101,7 +101,7 @@ def _ece(probs, labels):
 
 
 def _ts_expected(root, backbone, method):
-    """(base, +TS) means over seeds, x100, computed without bench.calib.metrics."""
+    """(base, +TS) means over seeds, x100, computed without bench.calib.measures."""
     base, scaled = [], []
     for path in sorted((root / "toy" / backbone / method / "abc123").glob("seed*")):
         p = store.load_predictions(path)

@@ -94,10 +94,10 @@ def test_rows_scores_and_frame(report):
 
 
 def test_sets_after_ts_are_calibrated_on_scaled_validation_probs(report):
-    """The +TS row: the validation-fitted temperature (bench.calib.calibration,
+    """The +TS row: the validation-fitted temperature (bench.calib.temperature,
     tested on its own in tests/calib/test_calibration.py: here only an input)
     applied to the head-averaged logits of both splits, then LAC by hand."""
-    from bench.calib.calibration import fit_temperature
+    from bench.calib.temperature import fit_temperature
 
     results, out = report
     p = Record(record_dir(results, "toy", "resnet50", "4hml", "abc123", 0)).predictions

@@ -25,7 +25,7 @@ import numpy as np
 from bench.core import files
 from bench.calib import measures as M
 from bench.calib import variants as V
-from bench.calib.calibration_measures import BOOT_RESAMPLES, BOOT_SEED, seed_interval
+from bench.calib.measures.intervals import BOOT_RESAMPLES, BOOT_SEED, seed_interval
 from bench.core.paper import DENS
 from bench.core.record import COSTS
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bench.calib.calibration_measures import BIN_COUNTS
+from bench.calib.measures.functions import BIN_COUNTS
 from bench.report.plotting.plots import figure_grid, finish_grid, subplots
 
 # The smoothed curve is drawn only where samples lie: at a confidence x whose

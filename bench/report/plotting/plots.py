@@ -2,7 +2,7 @@
 
 Reliability diagram (Guo et al. 2017) per dataset and backbone, one panel
 per method: accuracy per confidence bin (the 15 torchmetrics bins of
-bench.calib.metrics.ece_bins), the gap between each bin's accuracy and its mean
+bench.calib.measures.functions.ece_bins), the gap between each bin's accuracy and its mean
 confidence, and below it the share of samples per bin (one axis for all
 panels). The title gives ECE
 and the signed gap (mean confidence - accuracy: < 0 under-confident).
@@ -15,7 +15,7 @@ import numpy as np
 
 from bench.core.files import write_atomic
 from bench.core.pathnames import path_name
-from bench.calib.metrics import calibration_gap, ece, ece_bins
+from bench.calib.measures.functions import calibration_gap, ece, ece_bins
 
 N_BINS = 15
 PANELS_PER_ROW = 5

@@ -34,7 +34,7 @@ UNSCALED_NOTE = ("Un-scaled rows (no suffix): the heads' logits averaged, then o
                  "the heads' softmax probabilities (paper eq. 1), so a multi-head method's "
                  "row shows other numbers there under the same label (a single head's are "
                  "the same)")
-# How a probability of 0 for the true class enters NLL (bench.calib.metrics.nll)
+# How a probability of 0 for the true class enters NLL (bench.calib.measures.functions.nll)
 NLL_ZERO_NOTE = ("NLL: p_y clipped to [eps, 1 - eps], eps = float32's 1.19e-07, before the "
                  "log: a test sample given p_y = 0 (histogram binning and isotonic regression "
                  "can give one) adds -log(eps) = 15.94 to the NLL sum, so that row's NLL "

@@ -1,4 +1,4 @@
-"""Post-hoc calibration and ensembles: functions of saved logits, no training.
+"""Temperature scaling and deep ensembles: functions of saved logits, no training.
 
 Temperature scaling (Guo et al. 2017) fits one scalar T > 0 on validation
 logits by minimising NLL. For multi-head models the paper's appendix first

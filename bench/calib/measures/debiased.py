@@ -2,7 +2,7 @@
 resamples, all at once, and the resampler that gives `dl2ce` its interval
 (`dl2ce_interval_resamples`: why it recentres is in its docstring).
 
-`bench.calib.calibration_measures.debiased_l2` calls Kumar, Liang and Ma's
+`bench.calib.measures.functions.debiased_l2` calls Kumar, Liang and Ma's
 `uncertainty-calibration` package (`get_top_calibration_error(p=2,
 debias=True)`). That call takes ~10 ms on a few thousand samples, so 1,000
 resamples per record, one call each, would cost ten seconds a record and an
@@ -24,7 +24,7 @@ acc_b (1 - acc_b) / (n_b - 1)])), bins of fewer than two samples adding 0.
 
 A resample is a multiset of the test samples, so everything is computed on
 the samples sorted once by confidence, with per-resample multiplicities
-`counts[r, j]` (bench.calib.calibration_measures.multiplicities, shared with
+`counts[r, j]` (bench.calib.measures.intervals.multiplicities, shared with
 the other resamplers): a resample's sorted confidences are the sorted
 originals, each repeated `counts[r, j]` times.
 """
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.calib.calibration_measures import multiplicities
+from bench.calib.measures.intervals import multiplicities
 
 N_BINS = 15  # the package's default for scaling (continuous) models
 CHUNK = 64  # resamples per pass: bounds the temporaries at ~CHUNK x N x 8 bytes each

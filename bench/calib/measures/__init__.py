@@ -1,5 +1,11 @@
 """Every measure a report can show, declared once: the Measure registry.
 
+The package owns the measures: this registry, their functions
+(bench.calib.measures.functions), their intervals (.intervals: bootstrap
+over test samples, Student t over seeds) and dl2ce's vectorised resampler
+(.debiased). The checkpoint AUC is registered from bench.calib.metrics,
+where training computes it.
+
 A Measure is a pure function of (probabilities [N, K], labels [N]) -> a
 fraction, with what the rest of the harness needs to know about it: its
 table heads, which way is better, the range its intervals are clipped to,
@@ -23,10 +29,11 @@ from typing import Callable
 
 import numpy as np
 
-from bench.calib import calibration_measures as C
 from bench.calib import conformal as CF
-from bench.calib import metrics as M
-from bench.calib.debiased import dl2ce_interval_resamples
+from bench.calib.measures import functions as F
+from bench.calib.measures import intervals as B
+from bench.calib.measures.debiased import dl2ce_interval_resamples
+from bench.calib.metrics import auc_ovr_macro
 from bench.core.registry import Registry
 
 
@@ -43,7 +50,7 @@ class Measure:
     paper: bool = False  # a column of the paper's tables
     # fn(probs, labels, idx [R, N]) -> the value on R resamples at once, whose
     # 2.5 and 97.5 percentiles are the measure's bootstrap interval over test
-    # samples (calibration_measures; dl2ce's are recentred: bench.calib.debiased)
+    # samples (.intervals; dl2ce's are recentred: .debiased)
     resample: Callable | None = None
     # a prediction-set measure: fn(sets [N, K] bool, labels) -> float, of the
     # conformal sets of `bench report --sets` (bench.calib.conformal), never a
@@ -142,7 +149,7 @@ def compute(probs: np.ndarray, labels: np.ndarray, which=None) -> dict[str, floa
 def bootstrap(probs: np.ndarray, labels: np.ndarray) -> dict[str, tuple[float, float]]:
     """measure -> 95% percentile interval over 1,000 resamples of the test
     samples (seed fixed: reproducible), for every measure that has one."""
-    return C.bootstrap_ci(probs, labels, {n: get(n).resample for n in bootstrapped()})
+    return B.bootstrap_ci(probs, labels, {n: get(n).resample for n in bootstrapped()})
 
 
 def stored_values(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
@@ -157,29 +164,29 @@ def _add(name, fn, head, **fields):
     register_measure(name, head, **fields)(fn)
 
 
-_add("acc", M.accuracy, "ACC", higher=True, stored=True, paper=True, resample=C.acc_resamples,
+_add("acc", F.accuracy, "ACC", higher=True, stored=True, paper=True, resample=B.acc_resamples,
      help="accuracy of the top prediction")
-_add("ece", M.ece, "ECE", stored=True, paper=True, resample=C.ece_resamples,
+_add("ece", F.ece, "ECE", stored=True, paper=True, resample=B.ece_resamples,
      help="expected calibration error, 15 equal-width bins (torchmetrics' l1)")
-_add("nll", M.nll, "NLL", hi=float("inf"), stored=True, paper=True,
-     resample=C.nll_resamples,
+_add("nll", F.nll, "NLL", hi=float("inf"), stored=True, paper=True,
+     resample=B.nll_resamples,
      help="mean -log p_y, p_y clipped to float32's eps (docs/fidelity.md)")
-_add("brier", M.brier, "Brier", hi=2.0, stored=True,
+_add("brier", F.brier, "Brier", hi=2.0, stored=True,
      help="multiclass Brier score, mean of sum_k (p_k - 1[y=k])^2")
-_add("auc", M.auc_ovr_macro, "AUC", higher=True, stored=True,
+_add("auc", auc_ovr_macro, "AUC", higher=True, stored=True,
      help="macro one-vs-rest ROC AUC (the checkpoint score)")
-_add("gap", M.calibration_gap, "Gap", higher=None, lo=-1.0, rank=False, stored=True,
+_add("gap", F.calibration_gap, "Gap", higher=None, lo=-1.0, rank=False, stored=True,
      help="mean confidence - accuracy; > 0 over-confident, < 0 under-confident")
-_add("aece", C.adaptive_ece, "aECE", help="ECE over 15 equal-mass bins")
-_add("cwece", C.classwise_ece, "cwECE", help="classwise ECE (Kull et al. 2019), 15 bins")
+_add("aece", F.adaptive_ece, "aECE", help="ECE over 15 equal-mass bins")
+_add("cwece", F.classwise_ece, "cwECE", help="classwise ECE (Kull et al. 2019), 15 bins")
 # dl2ce has an interval too: near perfect calibration the plug-in ECE's
 # interval misses the true value (docs/reports.md, "Intervals"); dl2ce's covers it
-_add("dl2ce", C.debiased_l2, "dL2CE", resample=dl2ce_interval_resamples,
+_add("dl2ce", F.debiased_l2, "dL2CE", resample=dl2ce_interval_resamples,
      help="debiased top-label L2 calibration error (Kumar et al. 2019)")
-_add("smece", C.smooth_ece, "smECE", help="smooth ECE (Blasiok and Nakkiran 2024)")
-_add("aurc", C.aurc, "AURC", help="area under the risk-coverage curve")
-for _n in C.BIN_COUNTS:
-    _add(f"ece{_n}", C.ece_at(_n), f"ECE{_n}", help=f"ECE with {_n} equal-width bins")
+_add("smece", F.smooth_ece, "smECE", help="smooth ECE (Blasiok and Nakkiran 2024)")
+_add("aurc", F.aurc, "AURC", help="area under the risk-coverage curve")
+for _n in F.BIN_COUNTS:
+    _add(f"ece{_n}", F.ece_at(_n), f"ECE{_n}", help=f"ECE with {_n} equal-width bins")
 
 # Prediction sets (bench report --sets): of the sets, not of probabilities.
 # Coverage is signed in the sense that matters (near 1 - alpha, not "higher"):
