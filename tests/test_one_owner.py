@@ -8,6 +8,8 @@ that implement it and fails on a second one.
   bench.core.codeid.normalised (a plugin's files, a built-in code unit);
 - the measures: the package bench.calib.measures (the registry, every
   measure function and resampler);
+- the text of a mean and its std: bench.report.render.tables.mean_pm (every
+  table, LaTeX or Markdown or terminal, and the end-of-run summary);
 """
 from __future__ import annotations
 
@@ -139,3 +141,65 @@ def test_no_second_module_is_named_for_the_measures():
     named = sorted(p.relative_to(calib).as_posix() for p in calib.glob("*.py")
                    if any(w in p.stem for w in ("measure", "calibration")))
     assert named == [] and (calib / "measures" / "__init__.py").is_file()
+
+
+PM_SIGNS = ("±", r"$\pm$")
+
+
+def pm_formatters(source: str) -> list[str]:
+    """Functions that write 'mean ± std' themselves: one expression (an
+    f-string or a chain of +) holding both a number formatted (a format
+    spec, str.format, or a call of a same-module function that formats) and
+    the sign between mean and std (a string that is the sign alone, or a
+    variable named pm). Prose such as 'mean ± std over seeds' is no sign."""
+    fns = {fn.name: fn for fn in functions(source)}
+
+    def formats_here(node):
+        return any((isinstance(n, ast.FormattedValue) and n.format_spec is not None)
+                   or (isinstance(n, ast.Call) and ast.unparse(n.func).endswith(".format"))
+                   for n in ast.walk(node))
+
+    def formatter(name, seen=()):
+        fn = fns[name]
+        return formats_here(fn) or any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in fns
+            and c.func.id not in seen and formatter(c.func.id, (*seen, name))
+            for c in ast.walk(fn))
+
+    def formats(node):
+        return formats_here(node) or any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in fns
+            and formatter(c.func.id) for c in ast.walk(node))
+
+    def signs(node):
+        return any((isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    and n.value.strip() in PM_SIGNS)
+                   or (isinstance(n, ast.Name) and n.id == "pm") for n in ast.walk(node))
+
+    def writes(fn):
+        return any(isinstance(n, (ast.JoinedStr, ast.BinOp)) and signs(n) and formats(n)
+                   for n in ast.walk(fn))
+
+    return [name for name, fn in fns.items() if writes(fn)]
+
+
+def test_one_mean_pm_std_formatter():
+    assert sites(pm_formatters) == {"bench/report/render/tables.py": ["mean_pm"]}
+
+
+def test_the_count_finds_the_former_formatters():
+    """Three of those it replaced, transcribed: LaTeX's sign beside a
+    same-module number formatter, the terminal's f-string, the summary's."""
+    tex = ('def fmt(x):\n    return f"{x * 100:.2f}"\n'
+           'def cell(m, s):\n    return fmt(m) + f"$\\\\pm${fmt(s)}"\n')
+    text = 'def value(m, s):\n    return f"{m * 100:.2f} ± {s * 100:.2f}"\n'
+    summary = ('def mean_pm_std(v, digits=2):\n'
+               '    return f"{v.mean():.{digits}f} ± {v.std():.{digits}f}"\n'
+               'def note(n):\n    return f"mean ± std over {n:d} seeds"\n')
+    passed = ('def text(c, form="{:.2f}", pm=" ± "):\n'
+              '    return form.format(c[0]) + ("" if c[1] is None else pm + form.format(c[1]))\n'
+              'def caller(c):\n    return text(c, pm="$\\\\pm$")\n')
+    assert pm_formatters(tex) == ["cell"]
+    assert pm_formatters(text) == ["value"]
+    assert pm_formatters(summary) == ["mean_pm_std"]
+    assert pm_formatters(passed) == ["text"]

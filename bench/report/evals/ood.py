@@ -32,7 +32,8 @@ from bench.report.render import latex
 from bench.report.numbers.aggregate import write_frame
 from bench.report.numbers.cells import Cache
 from bench.report.evals.evalsets import OOD_PREFIX, usable
-from bench.report.render.tables import backbone_name, dataset_name, method_name, ordered_methods
+from bench.report.render.tables import (TEX_PM, backbone_name, dataset_name, mean_pm,
+                                        method_name, ordered_methods)
 
 VERSION = 1  # of bench.calib.ood's scores and metrics as cached here; bump when they change
 SHOWN = ("auroc", "fpr95")  # the table's columns per score (the CSV holds every metric)
@@ -140,11 +141,8 @@ def table_rows(rep: OodReport, stats: pd.DataFrame, block) -> tuple[list[str], l
     return [method_name(m, rep.labels) for m in order], cells
 
 
-def _text(c, percent: str = "{:.2f}", pm: str = " ± ") -> str:
-    if c is None:
-        return DASH
-    mean, std = c
-    return percent.format(mean * 100) + ("" if std is None else pm + percent.format(std * 100))
+def _text(c, pm: str = " ± ") -> str:
+    return DASH if c is None else mean_pm(*c, pm)
 
 
 def heads(tex: bool) -> list[str]:
@@ -184,7 +182,7 @@ def fragment(rep: OodReport, stats: pd.DataFrame, block) -> str:
              "Method & " + " & ".join(h.split(" ", 1)[1] for h in heads(True)) + " \\\\",
              "\\midrule"]
     lines += [f"\\textbf{{{latex.tex_escape(n)}}} & "
-              + " & ".join(_text(c, pm="$\\pm$") if c else "--" for c in row) + " \\\\"
+              + " & ".join(_text(c, TEX_PM) if c else "--" for c in row) + " \\\\"
               for n, row in zip(names, cells)]
     lines += ["\\bottomrule", "\\end{tabular}"]
     title = (f"Out-of-distribution detection on the \\textbf{{{latex.tex_escape(dataset_name(ds, rep.labels))}"

@@ -25,7 +25,7 @@ from bench.report.numbers.aggregate import write_frame
 from bench.report.evals.sets import SetsData, stats_frame
 from bench.report.evals.shifttables import shift_rows
 from bench.report.plotting.plots import save, subplots
-from bench.report.render.tables import backbone_name, dataset_name
+from bench.report.render.tables import TEX_PM, backbone_name, dataset_name, mean_pm
 
 DASH = "–"
 LOW = "▾"  # coverage below its target by more than the binomial margin (Markdown)
@@ -54,9 +54,8 @@ def _text(hit, measure: str, pm: str, low: str) -> str:
     if hit is None:
         return DASH
     scale, form = (100, "{:.1f}") if measure in PERCENT else (1, "{:.2f}")
-    text = form.format(hit["mean"] * scale)
-    if not pd.isna(hit["std"]):
-        text += pm + form.format(hit["std"] * scale)
+    std = None if pd.isna(hit["std"]) else hit["std"]
+    text = mean_pm(hit["mean"], std, pm, scale, form)
     return text + (low if measure == "coverage" and _low(hit) else "")
 
 
@@ -117,7 +116,7 @@ def fragment(data, stats, block, sections=None, labels=None, where: str = "",
     """The LaTeX table float of one dataset x backbone, fitted to the line;
     `where` is added to its title (e.g. ", on site X"), `tag` ends its label."""
     ds, bb = block
-    rows, cells = body(data, stats, block, sections, labels, "$\\pm$", "$^\\blacktriangledown$")
+    rows, cells = body(data, stats, block, sections, labels, TEX_PM, "$^\\blacktriangledown$")
     k, n_scores = len(M.set_names()), len(CF.SCORES.names())
     lines = [f"\\begin{{tabular}}{{l {'c' * k * n_scores}}}", "\\toprule",
              "& " + " & ".join(f"\\multicolumn{{{k}}}{{c}}{{\\textbf{{{CF.SCORES.get(s).head}}}}}"

@@ -13,7 +13,7 @@ from bench.core.files import write_text
 from bench.report.paper.compare import Z_FLAG, show
 from bench.report.paper.published import METRICS
 from bench.report.plotting import plots
-from bench.report.render.tables import backbone_name, dataset_name
+from bench.report.render.tables import backbone_name, dataset_name, mean_pm
 
 HEAD = ("Dataset", "Backbone", "Method", "Metric", "Ours", "n", "Published", "Diff", "z",
         "Within noise", "Note")
@@ -21,7 +21,7 @@ HELD = {True: "held", False: "not held", None: "not evaluable"}
 
 
 def _pm(mean, std) -> str:
-    return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
+    return mean_pm(mean, std, scale=1)  # the rows are x100 already
 
 
 def _signed(x: float) -> str:

@@ -17,9 +17,9 @@ from bench.calib import measures as M
 from bench.core.files import write_text
 from bench.core.pathnames import path_name
 from bench.report.render.footnotes import table_notes
-from bench.report.render.tables import (COST_HEADS, Table, backbone_name, block_texts,
-                                 ci_note, columns, copied_note, dataset_name, method_name,
-                                 rank_note)
+from bench.report.render.tables import (COST_HEADS, TEX_PM, Table, backbone_name, block_texts,
+                                 ci_note, columns, copied_note, dataset_name, mean_pm,
+                                 method_name, number, rank_note)
 
 # The paper printed \textquotedbl, which exists only in T1 font encoding; a
 # closing double quote is the typographic ditto mark and compiles anywhere.
@@ -44,21 +44,17 @@ def block_heads(table: Table) -> list[str]:
     return heads + (list(COST_HEADS) if table.cost else [])
 
 
-def fmt(x: float) -> str:
-    return f"{x * 100:.2f}"
-
-
 def _sup(marks: list[str]) -> str:
     return f"$^{{{','.join(marks)}}}$" if marks else ""
 
 
 def metric_cell(cell, metric: str, with_std: bool, ci: bool = False) -> str:
-    text = fmt(cell.mean[metric])
     interval = cell.ci.get(metric) if ci else None
+    # one notation per table: the std, or (--ci) the interval
+    std = cell.std[metric] if with_std and not ci and cell.std is not None else None
+    text = mean_pm(cell.mean[metric], std, TEX_PM)
     if with_std and interval is not None:
-        text += f" [{fmt(interval[0])}, {fmt(interval[1])}]"
-    elif with_std and not ci and cell.std is not None:  # one notation per table
-        text += f"$\\pm${fmt(cell.std[metric])}"
+        text += f" [{number(interval[0])}, {number(interval[1])}]"
     marks = ["*"] if cell.sig.get(metric) else []
     if metric == "acc" and cell.short:
         marks.append(f"{cell.n}/{cell.N}")

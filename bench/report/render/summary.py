@@ -18,15 +18,16 @@ from bench.core.record import records as read_records
 from bench.report.numbers import aggregate
 from bench.report.numbers.cells import CellData, Run
 from bench.report.numbers.names import recorded_names
-from bench.report.render.tables import backbone_name, method_name
+from bench.report.render.tables import backbone_name, mean_pm, method_name, number
 # Which cells the summary shows under each method, in this order.
 SHOWN = (V.PLAIN, V.TS, V.DENS)
 
 
-def mean_pm_std(values, scale: float = 100.0, digits: int = 2) -> str:
-    """'80.71 ± 0.52' with the population std (ddof=0), as the paper."""
-    arr = np.asarray(values, dtype=np.float64) * scale
-    return f"{arr.mean():.{digits}f} ± {arr.std(ddof=0):.{digits}f}"
+def seeds_cell(values) -> str:
+    """'80.71 ± 0.52': the mean and population std (ddof=0, as the paper) of
+    the seeds' values, each scaled x100 before the sums (as always here)."""
+    arr = np.asarray(values, dtype=np.float64) * 100
+    return mean_pm(arr.mean(), arr.std(ddof=0), scale=1)
 
 
 def experiment_paths(records) -> "OrderedDict[object, list[Path]]":
@@ -43,9 +44,9 @@ def _row(g: CellData, names: dict) -> list:
     label = method_name(g.row_method, names) + ("" if g.variant == V.DENS else g.variant.label)
     backbone = backbone_name(g.backbone, names)
     if g.single:  # one ensemble, one number per metric
-        cells = [f"{100 * g.values[key][0]:.2f}" for key in M.paper()]
+        cells = [number(g.values[key][0]) for key in M.paper()]
         return [label, backbone, g.extra["members"], *cells, ""]
-    cells = [mean_pm_std(g.values[key]) for key in M.paper()]
+    cells = [seeds_cell(g.values[key]) for key in M.paper()]
     temps = g.extra.get("temperature")
     return [label, backbone, g.n, *cells, f"{np.mean(temps):.3f}" if temps else ""]
 

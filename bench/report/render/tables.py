@@ -46,6 +46,25 @@ def rank_metrics(metrics: tuple = ()) -> tuple:
     return M.rank_of(columns(metrics, gap=False))
 
 
+# The sign between a mean and its std in LaTeX (the terminal's and Markdown's
+# is mean_pm's default)
+TEX_PM = r"$\pm$"
+
+
+def number(x: float, scale: float = 100.0, form: str = "{:.2f}") -> str:
+    """A value as the tables print it: a fraction x100 with two decimals."""
+    return form.format(x * scale)
+
+
+def mean_pm(mean: float, std: float | None = None, pm: str = " ± ", scale: float = 100.0,
+            form: str = "{:.2f}") -> str:
+    """'80.71 ± 0.52': a mean and its std as every table prints them (each
+    value x`scale` in `form`, `pm` between them: TEX_PM in LaTeX); the mean
+    alone where `std` is None (a one-number cell)."""
+    text = number(mean, scale, form)
+    return text if std is None else text + pm + number(std, scale, form)
+
+
 def block_texts(table, cell, width: int, ditto: str, gap, value, rank) -> list[str]:
     """One backbone block of a table row as text, for either renderer (LaTeX,
     Markdown/plain): '--' x width where the cell is missing, else its value

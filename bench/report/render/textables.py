@@ -11,7 +11,8 @@ from tabulate import tabulate
 from bench.calib import measures as M
 from bench.report.render.footnotes import table_notes
 from bench.report.render.tables import (COST_HEADS, Table, backbone_name, block_texts, ci_note,
-                                 columns, copied_note, method_name, rank_note)
+                                 columns, copied_note, mean_pm, method_name, number,
+                                 rank_note)
 
 DITTO = '"'
 
@@ -24,12 +25,12 @@ def block_heads(table: Table) -> tuple:
 
 
 def _value(cell, metric: str, with_std: bool, ci: bool = False) -> str:
-    text = f"{cell.mean[metric] * 100:.2f}"
     interval = cell.ci.get(metric) if ci else None
+    # one notation per table: the std, or (--ci) the interval
+    std = cell.std[metric] if with_std and not ci and cell.std is not None else None
+    text = mean_pm(cell.mean[metric], std)
     if with_std and interval is not None:
-        text += f" [{interval[0] * 100:.2f}, {interval[1] * 100:.2f}]"
-    elif with_std and not ci and cell.std is not None:  # one notation per table
-        text += f" ± {cell.std[metric] * 100:.2f}"
+        text += f" [{number(interval[0])}, {number(interval[1])}]"
     if cell.sig.get(metric):
         text += "*"
     if metric == "acc" and cell.short:
