@@ -7,7 +7,7 @@ sets from kept weights), one row per record and set.
     import bench.api
     df = bench.api.run(method=["sl1h", "2hml"], dataset="digits", backbone="smallcnn",
                        seeds=1, profile="quick", overrides={"cycles": 1, "image_size": 16})
-    df[["method", "seed", "status", "test_acc", "test_ece"]]
+    df[["method", "seed", "status", "acc", "ece"]]
     rep = bench.api.report("results", "reports")
     rep.groups  # one row per table cell (dataset, backbone, row): means and stds
 
@@ -58,7 +58,7 @@ def run(*leading, **options) -> pd.DataFrame:
     keys, `status` (done, skipped, failed, busy; under `dry_run` what is on
     disk: done, missing, failed, running, damaged), `reason`, `record` (its
     folder), and for finished runs the metric columns of bench.results.load
-    (test_acc, test_ece, ...)."""
+    (acc, ece, ..., val_acc, ...: runs.csv's names)."""
     opts = from_keywords(RunOptions, "bench.api.run", options, leading, RUN_POSITIONAL)
     plugin_routes.load(list(opts.plugin))  # registered here; the grid carries them to the workers
     # start-up: `import bench.api` loads no torch; the planner and the sweep

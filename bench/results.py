@@ -1,10 +1,12 @@
 """Results as data, for your own analysis: `bench.results.load(results_dir)`
-returns a pandas DataFrame with one row per finished run record (config
-columns, test_/val_ metrics as fractions, cost) and, computed from each
-record's saved test logits, every other measure of bench.calib.measures
-(`test_aece`, `test_cwece`, `test_dl2ce`, `test_smece`, `test_aurc`,
-`test_ece5` ... `test_ece30`, and a plugin's) and the bootstrap bounds of
-ACC / ECE / NLL (`test_acc_boot_lo`, ..., `boot_resamples`, `boot_seed`).
+returns a pandas DataFrame with one row per finished run record, its columns
+named as runs.csv names them: the keys, the test measures metrics.json holds
+(`acc`, `ece`, `nll`, `brier`, `auc`, `gap`, fractions), cost and, computed
+from each record's saved test logits, every other measure of
+bench.calib.measures (`aece`, `cwece`, `dl2ce`, `smece`, `aurc`, `ece5` ...
+`ece30`, and a plugin's) and the bootstrap bounds (`acc_boot_lo`, ...,
+`dl2ce_boot_hi`, `boot_resamples`, `boot_seed`); beside them the validation
+measures (`val_acc`, ...) and the config's settings (`train_*`, `param_*`).
 See bench.report.numbers.frame and bench.report.numbers.cells. `shift(results_dir)` and
 `ood(results_dir)`: the records' evaluation sets as tidy frames, the data of
 `bench report --shift` / `--ood`; `sets(results_dir)`: conformal prediction
@@ -20,7 +22,7 @@ from bench.report.evals.setshift import LONG_COLUMNS
 from bench.report.numbers import cells, frame
 from bench.report.numbers.frame import damaged
 
-METRICS = _measures.stored()  # the test_/val_ columns metrics.json holds
+METRICS = _measures.stored()  # the measures metrics.json holds (test: these names; val_*)
 
 
 def load(results_dir, measures: bool = True, cache_dir=None):
@@ -34,9 +36,8 @@ def load(results_dir, measures: bool = True, cache_dir=None):
     cache = cells.cache_for(cache_dir) if cache_dir is not None else cells.Cache()
     recs = [Record(p) for p in df["path"]]
     rows = cells.run_rows([cells.Run(r, r.method) for r in recs], cache)
-    keep = [k for k in rows[0] if k not in METRICS]
-    out = df.assign(**{(k if k.startswith("boot_") else f"test_{k}"): [r[k] for r in rows]
-                       for k in keep})
+    keep = [k for k in rows[0] if k not in METRICS]  # the stored ones: metrics.json's
+    out = df.assign(**{k: [r[k] for r in rows] for k in keep})
     cache.save()
     return out
 

@@ -10,6 +10,7 @@ that implement it and fails on a second one.
   measure function and resampler);
 - the text of a mean and its std: bench.report.render.tables.mean_pm (every
   table, LaTeX or Markdown or terminal, and the end-of-run summary);
+- the names of a run's columns: runs.csv's, in bench.results.load too;
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import ast
 import hashlib
 import json
 from pathlib import Path
+
+import pandas as pd
 
 from bench.core import files
 
@@ -203,3 +206,29 @@ def test_the_count_finds_the_former_formatters():
     assert pm_formatters(text) == ["value"]
     assert pm_formatters(summary) == ["mean_pm_std"]
     assert pm_formatters(passed) == ["text"]
+
+
+def test_the_per_run_frame_names_its_columns_as_runs_csv(tmp_path):
+    """bench.results.load and runs.csv name one run's columns one way (its
+    ECE is `ece` in both, never `test_ece`) and agree on the values they
+    share: keys, cost and every measure computed from the saved logits with
+    its bootstrap bounds. (The stored measures are metrics.json's in the
+    frame and recomputed from the logits in runs.csv; report_records writes
+    metrics.json values of its own, so those are compared by name only.)"""
+    import bench.results
+    import report_records
+    from bench.calib import measures
+    from bench.core.record import records
+    from bench.report.numbers import aggregate
+    from bench.report.numbers.cells import Run
+
+    root = report_records.write_known(tmp_path / "results")
+    loaded = bench.results.load(root)
+    csv = aggregate.runs_frame([Run(r, r.method) for r in records(root)])
+    assert [c for c in csv.columns if c not in loaded.columns] == []
+    assert [c for c in loaded.columns if c.startswith("test_")] == []
+    shared = [c for c in csv.columns if c not in measures.stored()]
+    by_path = [f.assign(path=f["path"].map(str)).set_index("path").sort_index()
+               for f in (loaded, csv)]
+    shared.remove("path")
+    pd.testing.assert_frame_equal(by_path[0][shared], by_path[1][shared], check_dtype=False)

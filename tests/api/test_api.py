@@ -42,11 +42,10 @@ def test_run_trains_the_grid_and_returns_one_row_per_run_with_its_metrics(traine
         logits = p["test_logits"]  # [N, heads, K]: the heads' mean probability predicts
         z = logits - logits.max(-1, keepdims=True)
         prob = (np.exp(z) / np.exp(z).sum(-1, keepdims=True)).mean(1)
-        assert row["test_acc"] == pytest.approx(accuracy_score(p["test_labels"],
-                                                               prob.argmax(1)))
+        assert row["acc"] == pytest.approx(accuracy_score(p["test_labels"], prob.argmax(1)))
     again = api.run(method="sl1h,2hml", results=results, **GRID)
     assert list(again["status"]) == ["skipped", "skipped"]
-    assert list(again["test_acc"]) == pytest.approx(list(df["test_acc"]))
+    assert list(again["acc"]) == pytest.approx(list(df["acc"]))
 
 
 def test_a_dry_run_trains_nothing_and_plans_what_bench_run_plans(trained, tmp_path):
@@ -61,7 +60,7 @@ def test_a_dry_run_trains_nothing_and_plans_what_bench_run_plans(trained, tmp_pa
     rows = [json.loads(line) for line in buf.getvalue().splitlines() if line.strip()]
     assert [r["config"] for r in rows] == list(plan["config_hash"])
     empty = api.run(method="sl1h", results=tmp_path / "fresh", dry_run=True, **GRID)
-    assert list(empty["status"]) == ["missing"] and "test_acc" not in empty
+    assert list(empty["status"]) == ["missing"] and "acc" not in empty
     assert not list((tmp_path / "fresh").glob("*/*"))
 
 
@@ -102,7 +101,7 @@ def test_the_example_plugin_imported_by_the_caller_trains_on_the_pool(confpen_si
     importlib.import_module("mhml_confpen")  # as a notebook would; no plugin=
     df = api.run(method="confpen", results=tmp_path / "r", **GRID)
     assert list(df["status"]) == ["done"], df["reason"].tolist()
-    assert 0 <= df["test_ece"][0] <= 1
+    assert 0 <= df["ece"][0] <= 1
     config = json.loads((tmp_path / df["record"][0] / "config.json").read_text())
     assert config["code"]["method"]["distribution"] == "mhml-confpen"
 
@@ -117,9 +116,9 @@ def test_report_returns_the_written_files_and_its_tables_as_dataframes(trained, 
     acc = rep.runs.set_index("method")["acc"]  # runs.csv: the test set's, as fractions
     cells = rep.groups.set_index("row")
     for _, row in df.iterrows():
-        assert acc[row["method"]] == pytest.approx(row["test_acc"], abs=1e-9)
+        assert acc[row["method"]] == pytest.approx(row["acc"], abs=1e-9)
         # one seed: the table cell's mean is that run's accuracy
-        assert cells.loc[row["method"], "acc_mean"] == pytest.approx(row["test_acc"], abs=1e-9)
+        assert cells.loc[row["method"], "acc_mean"] == pytest.approx(row["acc"], abs=1e-9)
     with pytest.raises(BenchError, match="--metrics 'bogus': unknown bogus"):
         api.report(results, tmp_path / "bad", metrics="bogus")
     assert sys.modules["bench.api"] is api

@@ -57,8 +57,8 @@ def test_empty_results_folder_keeps_the_documented_columns(tmp_path):
     df = bench.results.load(tmp_path)
     assert len(df) == 0
     # the README's own line runs on an empty folder
-    assert df.groupby(["method", "backbone"])["test_ece"].mean().empty
-    assert {"test_acc", "val_nll", "n_params", "seed", "path"} <= set(df.columns)
+    assert df.groupby(["method", "backbone"])["ece"].mean().empty
+    assert {"acc", "val_nll", "n_params", "seed", "path"} <= set(df.columns)
 
 
 # ------------------------------------------------ point 11: closed pipe --

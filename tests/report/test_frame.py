@@ -30,7 +30,7 @@ def test_frame_has_one_row_per_record_with_config_metrics_and_cost(known):
     df = bench.results.load(known)
     assert len(df) == sum(len(v["acc"]) for v in KNOWN.values())
     row = df[(df.backbone == "resnet50") & (df.method == "2hml") & (df.seed == 1)].iloc[0]
-    assert row.test_acc == pytest.approx(KNOWN[("resnet50", "2hml")]["acc"][1] / 100)
+    assert row.acc == pytest.approx(KNOWN[("resnet50", "2hml")]["acc"][1] / 100)
     assert row.val_ece == pytest.approx(KNOWN[("resnet50", "2hml")]["ece"][1] / 100)
     assert (row.dataset, row.config_hash, row.heads) == ("toy", "abc123", 2)
     assert row.n_params == COST["2hml"] and row.train_seconds == 11.0
@@ -39,7 +39,7 @@ def test_frame_has_one_row_per_record_with_config_metrics_and_cost(known):
 def test_readme_python_api_snippet(known):
     """The README's "Python API" lines, checked against the known values."""
     df = bench.results.load(known)
-    ece = df.groupby(["method", "backbone"])["test_ece"].mean()
+    ece = df.groupby(["method", "backbone"])["ece"].mean()
     for (backbone, method), values in KNOWN.items():
         assert ece[(method, backbone)] == pytest.approx(np.mean(values["ece"]) / 100)
 

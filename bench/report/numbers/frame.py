@@ -1,10 +1,11 @@
 """Run records -> a tidy pandas DataFrame, one row per finished run.
 
-Columns: dataset, backbone, method, config_hash, seed, heads, the config's
-settings (`backbone_weights`, `train_<field>`, `param_<method param>`), the
-test and validation metrics (`test_acc`, `val_ece`, ... as fractions), the
-cost (`n_params`, `train_seconds`, `train_images_per_s`,
-`infer_ms_per_image`) and `path`. A record whose files cannot be read is not
+Columns: dataset, backbone, method, config_hash, seed, heads, the test
+measures metrics.json holds under runs.csv's names (`acc`, `ece`, `nll`,
+`brier`, `auc`, `gap`, fractions), the validation ones (`val_acc`,
+`val_ece`, ...), the cost (`n_params`, `train_seconds`,
+`train_images_per_s`, `infer_ms_per_image`), the config's settings
+(`backbone_weights`, `train_<field>`, `param_<method param>`) and `path`. A record whose files cannot be read is not
 a row: it is returned as a failure ("damaged: ...") so that a report lists it
 instead of aborting.
 """
@@ -24,9 +25,14 @@ KEYS = ("dataset", "backbone", "method", "config_hash", "seed")
 
 def columns() -> list[str]:
     """The columns every frame has, an empty one too (so
-    `df.groupby(...)["test_ece"]` works)."""
-    return [*KEYS, "heads", *(f"{split}_{m}" for split in ("test", "val") for m in M.stored()),
-            *COSTS, "path"]
+    `df.groupby(...)["ece"]` works)."""
+    return [*KEYS, "heads", *M.stored(), *(val_column(m) for m in M.stored()), *COSTS, "path"]
+
+
+def val_column(measure: str) -> str:
+    """A validation measure's column; the test measures keep their own names,
+    as in runs.csv."""
+    return f"val_{measure}"
 
 
 def damaged(path: Path) -> str | None:
@@ -57,8 +63,8 @@ def record_row(rec: Record) -> dict:
     """One record -> one frame row (config.json is optional: older records)."""
     row = {"dataset": rec.dataset, "backbone": rec.backbone, "method": rec.method,
            "config_hash": rec.config_hash, "seed": rec.seed, "heads": rec.heads}
-    for split in ("test", "val"):
-        row.update({f"{split}_{k}": v for k, v in rec.stored(split).items() if k in M.stored()})
+    row.update({k: v for k, v in rec.stored("test").items() if k in M.stored()})
+    row.update({val_column(k): v for k, v in rec.stored("val").items() if k in M.stored()})
     row.update(rec.cost)
     row.update(settings(rec.config))
     row["path"] = rec.path
