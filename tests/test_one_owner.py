@@ -11,6 +11,8 @@ that implement it and fails on a second one.
 - the text of a mean and its std: bench.report.render.tables.mean_pm (every
   table, LaTeX or Markdown or terminal, and the end-of-run summary);
 - the names of a run's columns: runs.csv's, in bench.results.load too;
+- a name -> entry registry: bench.core.registry.Registry (no decorator
+  filling a module-level dict or list of its own).
 """
 from __future__ import annotations
 
@@ -232,3 +234,68 @@ def test_the_per_run_frame_names_its_columns_as_runs_csv(tmp_path):
                for f in (loaded, csv)]
     shared.remove("path")
     pd.testing.assert_frame_equal(by_path[0][shared], by_path[1][shared], check_dtype=False)
+
+
+STORES = ("append", "add", "setdefault", "update", "insert")
+# bench/train is edited on the cell-group branch: its augmentation op list
+# moves onto Registry there
+LEFT_FOR_TRAIN = {"bench/train/augment.py": ["register"]}
+
+
+def hand_rolled_registries(source: str) -> list[str]:
+    """Top-level functions returning a decorator that puts the decorated
+    object into a module-level container (NAME[key] = fn, NAME.append(...))."""
+    tree = ast.parse(source)
+
+    def is_registry(value) -> bool:  # NAME = Registry(...): the one owner itself
+        return isinstance(value, ast.Call) and ast.unparse(value.func).endswith("Registry")
+
+    module_names = {t.id for stmt in tree.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                    and not is_registry(stmt.value)
+                    for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                    for t in ast.walk(target) if isinstance(t, ast.Name)}
+
+    def stores(inner) -> bool:
+        params = {a.arg for a in inner.args.args}
+
+        def holds_param(node):
+            return any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(node))
+
+        for n in ast.walk(inner):
+            if isinstance(n, ast.Assign) and holds_param(n.value) and any(
+                    isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                    and t.value.id in module_names for t in n.targets):
+                return True
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                    and n.func.attr in STORES and isinstance(n.func.value, ast.Name) \
+                    and n.func.value.id in module_names and any(map(holds_param, n.args)):
+                return True
+        return False
+
+    return [fn.name for fn in tree.body if isinstance(fn, ast.FunctionDef)
+            and any(isinstance(inner, ast.FunctionDef) and stores(inner) for inner in fn.body)]
+
+
+def test_registries_are_registry():
+    assert sites(hand_rolled_registries) == LEFT_FOR_TRAIN
+
+
+def test_the_count_finds_the_former_registries():
+    """The three it names, transcribed: a dict of (text, fn) (the paper's
+    claims), a dict of functions (the file indexes), a list of records (the
+    augmentation ops)."""
+    claims = ("CLAIMS = {}\ndef claim(key, text):\n    def deco(fn):\n"
+              "        CLAIMS[key] = (text, fn)\n        return fn\n    return deco\n")
+    indexes = ("FILE_INDEXES = {}\ndef file_index(name):\n    def deco(fn):\n"
+               "        FILE_INDEXES[name] = fn\n        return fn\n    return deco\n")
+    ops = ("OPS = []\ndef register(name):\n    def deco(kernel):\n"
+           "        OPS.append(Op(name, kernel))\n        return kernel\n    return deco\n"
+           "def cached(key):\n    def deco(fn):\n        local = {}\n"
+           "        local[key] = fn\n        return fn\n    return deco\n")
+    owned = ("from bench.core.registry import Registry\nVARIANTS = Registry('variant')\n"
+             "def register_variant(name):\n    def deco(fn):\n"
+             "        VARIANTS.add(name, fn, '')\n        return fn\n    return deco\n")
+    assert hand_rolled_registries(claims) == ["claim"]
+    assert hand_rolled_registries(indexes) == ["file_index"]
+    assert hand_rolled_registries(ops) == ["register"]
+    assert hand_rolled_registries(owned) == []

@@ -28,8 +28,9 @@ class Registry:
         "ResNet50"; a method declares its own on its class instead)."""
 
         def deco(fn):
-            self.add(name, fn, description or (fn.__doc__ or "").strip().splitlines()[0],
-                     display_name)
+            # a function without a docstring is described by nothing ('')
+            first = next(iter((fn.__doc__ or "").strip().splitlines()), "")
+            self.add(name, fn, description or first, display_name)
             return fn
 
         return deco

@@ -69,7 +69,7 @@ def check_dataset(dataset: str, data_root=None, data_opts=(), download: bool = F
 def _check_files(dataset: str, data_root, data_opts, progress: bool) -> DataCheck:
     opts = parse_data_opts(data_opts)
     cache = opts.pop("cache", None)
-    index = FILE_INDEXES[dataset](data_root, **opts)
+    index = FILE_INDEXES.get(dataset)(data_root, **opts)
     check_cache(cache or default_cache_dir(index.root))  # names and sets aside damage
     paths = [p for s in SPLITS for p in index.paths[s]]
     return DataCheck(dataset, index.classes, index.labels, index.published,

@@ -116,7 +116,7 @@ def _check_dataset(spec: EvalSpec, size: int | None) -> None:
                          f"$BENCH_DATA_ROOT/medmnist, default data/medmnist); fetch it with "
                          f"`bench data check --dataset {name} --download`, or drop the --eval")
     if name in FILE_INDEXES:
-        index = FILE_INDEXES[name](None)
+        index = FILE_INDEXES.get(name)(None)
         test = index.paths.get("test") or []
         missing = [p for p in test if not os.path.isfile(p)]
         if not test:
@@ -181,7 +181,7 @@ def _from_dataset(name: str, size: int) -> tuple:
                 f"{name} test split ({path.name})")
 
     if name in FILE_INDEXES:  # the test split alone is decoded (Kvasir's 10,662 images: a fifth)
-        index = FILE_INDEXES[name](None)
+        index = FILE_INDEXES.get(name)(None)
         images = cached_images(index.paths["test"], size, default_cache_dir(index.root),
                                progress=False, desc=f"{name} test")
         return (np.asarray(images), index.labels["test"], list(index.classes),

@@ -11,11 +11,11 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from bench.core.errors import BenchError, choices_error
+from bench.core.registry import Registry
 
 from .base import SPLITS, DatasetBundle, Split, check_labels
 from .cache import BadImages, cached_images, default_cache_dir
@@ -23,15 +23,14 @@ from .cache import BadImages, cached_images, default_cache_dir
 SPLIT_SEED = 0  # the paper's random_state for every derived split
 IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
 
-# name -> index function(data_root, **options) -> FileIndex, for `bench data check`.
-FILE_INDEXES: dict[str, Callable[..., "FileIndex"]] = {}
+# name -> index function(data_root, **options) -> FileIndex, for `bench data check`
+# and the evaluation sets' test split
+FILE_INDEXES = Registry("file index")
 
 
 def file_index(name: str):
-    def deco(fn):
-        FILE_INDEXES[name] = fn
-        return fn
-    return deco
+    """Decorator: register fn(data_root, **options) -> FileIndex as `name`'s index."""
+    return FILE_INDEXES.register(name)
 
 
 @dataclass

@@ -38,7 +38,7 @@ def _kvasir_without_one_test_image(data):
     from bench.datasets.filelist import FILE_INDEXES
 
     write_kvasir(data / "hyper-kvasir" / "labeled-images", per_class=(5, 5, 5, 5))
-    gone = FILE_INDEXES["kvasir"](data / "hyper-kvasir" / "labeled-images").paths["test"][0]
+    gone = FILE_INDEXES.get("kvasir")(data / "hyper-kvasir" / "labeled-images").paths["test"][0]
     __import__("os").remove(gone)
     return gone
 

@@ -21,6 +21,20 @@ def test_registry_registers_and_rejects_duplicates():
         reg.register("a", "again")(lambda: 2)
 
 
+def test_registry_describes_by_the_docstring_or_by_nothing():
+    """The file indexes register functions without docstrings: '' describes them."""
+    reg = Registry("widget")
+
+    @reg.register("doc")
+    def doc():
+        """First line.
+
+        More."""
+
+    reg.register("bare")(lambda: 0)
+    assert dict(reg.describe()) == {"doc": "First line.", "bare": ""}
+
+
 def test_registry_unknown_name_lists_valid_ones():
     reg = Registry("widget")
     reg.register("x", "d")(lambda: 0)

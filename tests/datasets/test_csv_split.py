@@ -52,7 +52,7 @@ def test_lone_train_csv_is_split_stratified_and_recorded(tmp_path):
     assert len(data["files"]) == 16 and (data["n_test"], data["n_val"]) == (6, 6)
     assert len(pred["test_labels"]) == 6 and len(pred["val_labels"]) == 6
     # Independently of the adapter: the index's file lists, labelled from the CSV.
-    index = FILE_INDEXES["csv"](tmp_path, train=str(tmp_path / "train.csv"))
+    index = FILE_INDEXES.get("csv")(tmp_path, train=str(tmp_path / "train.csv"))
     truth = labels_by_path(tmp_path, "train")
     assert sorted(p for s in index.paths.values() for p in s) == sorted(truth)  # a partition
     total = Counter(truth.values())
@@ -66,8 +66,8 @@ def test_lone_train_csv_is_split_stratified_and_recorded(tmp_path):
 
 def test_lone_train_csv_split_is_deterministic(tmp_path):
     opts = write_list(tmp_path, "train", COUNTS)
-    first = FILE_INDEXES["csv"](tmp_path, train=str(tmp_path / "train.csv"))
-    second = FILE_INDEXES["csv"](tmp_path, train=str(tmp_path / "train.csv"))
+    first = FILE_INDEXES.get("csv")(tmp_path, train=str(tmp_path / "train.csv"))
+    second = FILE_INDEXES.get("csv")(tmp_path, train=str(tmp_path / "train.csv"))
     assert first.paths == second.paths and first.identity == second.identity
     # Two runs in two result folders: one config hash, one recorded digest.
     for out in ("a", "b"):
@@ -80,7 +80,7 @@ def test_train_and_val_csv_hold_out_a_stratified_test(tmp_path):
     opts = write_list(tmp_path, "train", COUNTS) + write_list(tmp_path, "val", {"cat": 2,
                                                                                 "dog": 2,
                                                                                 "eel": 2})
-    index = FILE_INDEXES["csv"](tmp_path, train=str(tmp_path / "train.csv"),
+    index = FILE_INDEXES.get("csv")(tmp_path, train=str(tmp_path / "train.csv"),
                                 val=str(tmp_path / "val.csv"))
     assert index.identity["split"] == "user csv; test = stratified N//5 of train"
     assert index.identity["split_seed"] == 0 and index.identity["split_fraction"] == 0.2
@@ -108,7 +108,7 @@ def test_folder_with_train_and_val_only_is_a_split_layout(tmp_path):
         for k, name in enumerate(("benign", "malignant")):
             for i in range(n):
                 write_jpeg(tmp_path / split / name / f"{i}.jpg", k, size=12)
-    index = FILE_INDEXES["folder"](tmp_path)
+    index = FILE_INDEXES.get("folder")(tmp_path)
     assert index.classes == ["benign", "malignant"]
     assert index.identity["split"] == "train/val folders; test = stratified N//5 of train"
     assert len(index.paths["test"]) == 4 and len(index.paths["val"]) == 6

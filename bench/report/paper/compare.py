@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Callable, Iterable
+from typing import Iterable
 
 from bench.core.paper import BACKBONE_ALIASES, DENS, TABLE_METHODS, TS_METHODS
+from bench.core.registry import Registry
 from bench.calib import variants as V
 from bench.report.paper import published as pub
 from bench.report.numbers.ranks import mean_ranks, rank_marks
@@ -167,17 +168,14 @@ def missing_notes(ours: list[dict], reference: list[dict]) -> list[str]:
 
 # ---------------------------------------------------------------- claims
 
-CLAIMS: dict[str, tuple[str, Callable]] = {}
+CLAIMS = Registry("claim")  # key -> fn, described by the claim's text
 
 
 def claim(key: str, text: str):
     """Register a claim: fn(means) -> (held: bool | None, numbers: str), with
     means {(method, variant): {metric: mean}} of one (dataset, backbone)
     block; None = not evaluable here (numbers says why)."""
-    def deco(fn):
-        CLAIMS[key] = (text, fn)
-        return fn
-    return deco
+    return CLAIMS.register(key, text)
 
 
 def _fmt(means, mv, metrics=pub.METRICS) -> str:
@@ -282,7 +280,8 @@ def claims(ours, reference: list[dict] | None = None) -> list[dict]:
     broken = {(r["dataset"], r["backbone"]) for r in reference if not r["judge"]}
     out = []
     for block in sorted(mine):
-        for key, (text, fn) in CLAIMS.items():
+        for key, text in CLAIMS.describe():
+            fn = CLAIMS.get(key)
             held, numbers = fn(mine[block])
             p_held, p_numbers = fn(paper[block]) if block in paper else (None, "")
             if block in broken and key.startswith("4hml+ts"):
