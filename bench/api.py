@@ -64,10 +64,14 @@ def run(*leading, **options) -> pd.DataFrame:
     # start-up: `import bench.api` loads no torch; the planner and the sweep
     # (torch, the training code) load when run() runs
     from bench.sweep.codechange import plan_accepting
+    from bench.sweep.executors import LOCAL, executor_name
     from bench.sweep.grid import run_status
+    from bench.sweep.mainguard import require_guard
     from bench.sweep.plan import plan
     from bench.sweep.run import run_sweep
 
+    if not opts.dry_run and executor_name(opts) == LOCAL:  # its workers re-import the script
+        require_guard("bench.api.run")
     grid, _ = plan_accepting(opts, plan)  # the pins file names what it accepted
     if opts.dry_run:
         outcomes = {}

@@ -95,7 +95,8 @@ def one_step(backbone: str, method_name: str, size: int) -> None:
     import torch
 
     from bench.methods import create_method
-    from bench.train.backbones import build_model, check_arch, model_arch
+    from bench.train.backbone_checks import check_arch
+    from bench.train.backbones import build_model, model_arch
 
     method = create_method(method_name)
     method.check(CLASSES)

@@ -6,6 +6,7 @@ the code; plugins (bench.core.plugins) register through the same decorators.
 """
 from __future__ import annotations
 
+import difflib
 from typing import Callable, Dict, Iterator, Tuple
 
 from bench.core import plugins
@@ -18,8 +19,9 @@ class Registry:
         self._entries: Dict[str, Tuple[Callable, str]] = {}
         self._resolvers: list[Callable[[str], Tuple[Callable, dict] | None]] = []
         self._display: Dict[str, str] = {}  # name -> how reports print it, where declared
-        # (library, its name prefixes): a resolver's names too many to list
-        # (timm's); an unknown name there is answered with the search to run
+        # ((library, its name prefixes), its model names or None): a resolver's
+        # names too many to list (timm's); an unknown name there is answered
+        # with the closest names and the search to run
         self._libraries: list[tuple] = []
 
     def register(self, name: str, description: str = "", display_name: str = ""):
@@ -58,28 +60,35 @@ class Registry:
         return None
 
     def add_resolver(self, resolver: Callable[[str], Tuple[Callable, dict] | None],
-                     library: tuple = ()) -> None:
+                     library: tuple = (), models: Callable[[], list] | None = None) -> None:
         """Patterned names (e.g. '8hml') resolve to (factory, fixed kwargs).
         `library`: (its name, prefix, other prefixes): the resolver takes a
-        library's models by name ('timm:NAME', 'timm/NAME')."""
+        library's models by name ('timm:NAME', 'timm/NAME'); `models` lists
+        them (without the prefix), for the closest names to a misspelt one."""
         self._resolvers.append(resolver)
         if library:
-            self._libraries.append(library)
+            self._libraries.append((library, models))
 
     def unknown(self, name: str, listed) -> BenchError:
-        """The error for an unknown `name`: for a library's prefix, the
-        `bench list` search that finds its models; else the choices `listed`."""
-        for library, prefix, *more in self._libraries:
+        """The error for an unknown `name`: for a library's prefix, that the
+        prefix takes the library's names, the closest of them and the `bench
+        list` search that finds its models; else the choices `listed`."""
+        for (library, prefix, *more), models in self._libraries:
             given = next((p for p in (prefix, *more) if name.startswith(p)), None)
             if given is None:
                 continue
             model = name[len(given):].partition(".")[0].strip()  # 'resnet18.a1_in1k': a tag
+            known = list(models()) if models is not None else []
+            takes = (f"{prefix}NAME takes any of the {len(known):,} models {library} lists"
+                     if known else f"{prefix}NAME takes any {library} model")
             if not model:
-                return BenchError(f"--{self.kind} {name}: names no {library} model; give "
-                                  f"{prefix}NAME (list them: bench list --{self.kind}s "
-                                  f"'{prefix}*')")
-            return BenchError(f"--{self.kind} {name}: {library} has no model '{model}'; search "
-                              f"its names with bench list --{self.kind}s '{prefix}*{model}*'")
+                return BenchError(f"--{self.kind} '{name}' names no model; {takes} (list them: "
+                                  f"bench list --{self.kind}s '{prefix}*')")
+            near = difflib.get_close_matches(model, known, n=3, cutoff=0.6)
+            closest = f"closest: {', '.join(prefix + n for n in near)}; " if near else ""
+            return BenchError(f"--{self.kind} {name}: '{model}' is not a {library} model "
+                              f"({takes}); {closest}search them with bench list "
+                              f"--{self.kind}s '{prefix}*{model}*'")
         return choices_error(self.kind, name, listed)
 
     def resolve(self, name: str) -> Tuple[Callable, dict]:

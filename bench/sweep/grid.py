@@ -23,8 +23,8 @@ from bench.core.sizes import resolve_sizes
 from bench.datasets import load_dataset
 from bench.datasets.cache import dry_run as no_writes, writes_allowed
 from bench.sweep import runstate, specjson
-from bench.train.backbone_checks import check_builds, check_sizes
-from bench.train.backbones import check_arch, create_backbone, has_imagenet_weights, model_arch
+from bench.train.backbone_checks import check_arch, check_builds, check_sizes
+from bench.train.backbones import create_backbone, has_imagenet_weights, model_arch
 from bench.train.experiment import make_experiment
 from bench.train.weights import imagenet_tag, resolve_weights
 

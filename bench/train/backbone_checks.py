@@ -1,7 +1,8 @@
-"""Up-front checks that a timm:/tv: library model can take a run's image
-sizes: one BenchError line (exit 2) before anything trains, instead of a
-shape error in every worker. The registered backbones' sizes are
-bench.core.sizes.SIZE_RULES'; a method's arch is bench.train.backbones.check_arch's.
+"""Up-front checks that a backbone can be built as a run asks: one BenchError
+line (exit 2) before anything trains, instead of a shape error in every
+worker. check_arch: a method's arch (Packed-Ensembles, MIMO) on the backbone;
+check_sizes / check_builds: a timm:/tv: library model at the run's image
+sizes (the registered backbones' sizes are bench.core.sizes.SIZE_RULES').
 """
 from __future__ import annotations
 
@@ -12,6 +13,53 @@ from bench.train.backbones import (TIMM_PREFIX, TV_PREFIX, canonical_backbone, c
                                    timm_fixed_size)
 
 PROBE_SIZES = (32, 64, 128, 224)  # the sizes a refusal suggests, smallest first
+
+
+# Backbones Packed-Ensembles is built for: conv / batch-norm only (a norm or
+# linear layer across channels would mix the members; bench.train.ensembles),
+# the registered builds whose packed form is checked (docs/methods.md)
+PACKED_BACKBONES = ("smallcnn", "resnet18", "resnet50")
+
+
+def check_arch(backbone: str, arch: tuple, pretrained: bool) -> None:
+    """One-line BenchError, before anything trains, for an arch this backbone
+    cannot be built as (the build itself refuses too, naming the layer)."""
+    if arch and arch[0] == "mimo":
+        check_mimo_stem(canonical_backbone(backbone))
+    if not arch or arch[0] != "packed":
+        return
+
+    name = canonical_backbone(backbone)
+    if name not in PACKED_BACKBONES:
+        library = name.startswith((TIMM_PREFIX, TV_PREFIX))
+        never = ", never on a library model (timm:NAME, tv:NAME)" if library else ""
+        # tv:resnet18 is not `resnet18`: say which spelling is the packed one
+        bare = name.partition(":")[2] if library else ""
+        same = (f"; for a packed {bare} write --backbone {bare} (the registered build), "
+                f"not {name}") if bare in PACKED_BACKBONES else ""
+        raise BenchError(f"packed: backbone '{backbone}' is not built as Packed-Ensembles; it "
+                         "is built only on the registered conv / batch-norm backbones "
+                         f"{', '.join(PACKED_BACKBONES[:-1])} and {PACKED_BACKBONES[-1]}"
+                         f"{never}{same}")
+    if pretrained:
+        raise BenchError("packed: its widths differ from any pretrained checkpoint's, so it "
+                         "trains from scratch; add --no-pretrained (and no --weights)")
+
+
+@functools.lru_cache(maxsize=64)
+def check_mimo_stem(backbone: str) -> None:
+    """MIMO widens the convolution that reads the image (bench.train.ensembles.
+    widen_stem): the registered backbones all have one; a timm: / tv: model is
+    built once (random weights, the global RNG left as it was) to find it."""
+    if not backbone.startswith((TIMM_PREFIX, TV_PREFIX)):
+        return
+    # torch on demand: bench data check imports the sweep's grid, which imports this module
+    import torch
+    from bench.train.ensembles import checked_stem
+
+    with torch.random.fork_rng(devices=[]):
+        bb = create_backbone(backbone, 224)
+    checked_stem(bb.features, backbone)
 
 
 def check_sizes(backbone: str, train: int, test: int, method: str) -> None:

@@ -8,7 +8,6 @@ any timm model is a backbone as `timm/<name>`.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -95,48 +94,6 @@ def model_arch(method) -> tuple:
     arch = tuple(getattr(method, "arch", ()) or ())
     p = float(getattr(method, "mc_dropout", 0.0) or 0.0)
     return arch or (("mcdropout", p) if p > 0 else ())
-
-
-# Backbones Packed-Ensembles is built for: conv / batch-norm only (a norm or
-# linear layer across channels would mix the members; bench.train.ensembles)
-PACKED_BACKBONES = ("smallcnn", "resnet18", "resnet50")
-LIBRARY = ": library models (timm:NAME, tv:NAME) never are"  # only our builders pack layers
-
-
-def check_arch(backbone: str, arch: tuple, pretrained: bool) -> None:
-    """One-line BenchError, before anything trains, for an arch this backbone
-    cannot be built as (the build itself refuses too, naming the layer)."""
-    if arch and arch[0] == "mimo":
-        check_mimo_stem(canonical_backbone(backbone))
-    if not arch or arch[0] != "packed":
-        return
-
-    name = canonical_backbone(backbone)
-    if name not in PACKED_BACKBONES:  # tv:resnet18 too: a library's model, not our builder's
-        library = LIBRARY if name.startswith((TIMM_PREFIX, TV_PREFIX)) else ""
-        raise BenchError(f"packed: backbone '{backbone}' is not built as Packed-Ensembles"
-                         f"{library}; allowed: the registered conv / batch-norm backbones "
-                         "smallcnn, resnet18 (timm's ResNet-18) and resnet50 (torchvision's "
-                         "ResNet-50)")
-    if pretrained:
-        raise BenchError("packed: its widths differ from any pretrained checkpoint's, so it "
-                         "trains from scratch; add --no-pretrained (and no --weights)")
-
-
-@functools.lru_cache(maxsize=64)
-def check_mimo_stem(backbone: str) -> None:
-    """MIMO widens the convolution that reads the image (bench.train.ensembles.
-    widen_stem): the registered backbones all have one; a timm: / tv: model is
-    built once (random weights, the global RNG left as it was) to find it."""
-    if not backbone.startswith((TIMM_PREFIX, TV_PREFIX)):
-        return
-    # torch on demand: `bench list` imports this module (the BACKBONES registry)
-    import torch
-    from bench.train.ensembles import checked_stem
-
-    with torch.random.fork_rng(devices=[]):
-        bb = create_backbone(backbone, 224)
-    checked_stem(bb.features, backbone)
 
 
 # What size each backbone takes (SIZE_RULES, fit_size) lives in bench.core.sizes,
@@ -346,7 +303,13 @@ def _resolve_timm(name: str):
     return (_timm_any, {"model_name": model}) if timm.is_model(model) else None
 
 
-BACKBONES.add_resolver(_resolve_timm, library=("timm", TIMM_PREFIX, "timm/"))
+def _timm_models() -> list[str]:
+    import timm  # on demand: `bench list` imports this module (the BACKBONES registry)
+
+    return timm.list_models()
+
+
+BACKBONES.add_resolver(_resolve_timm, library=("timm", TIMM_PREFIX, "timm/"), models=_timm_models)
 
 TV_PREFIX = "tv:"
 # the attributes torchvision's classifiers hang on (ResNet fc; EfficientNet,
@@ -386,15 +349,17 @@ def _resolve_tv(name: str):
     random init; weights from --weights or the torch hub cache)."""
     if not name.startswith(TV_PREFIX):
         return None
-    # torchvision on demand: `bench list` imports this module (the BACKBONES registry)
-    import torchvision
-
     model = name.removeprefix(TV_PREFIX)
-    known = torchvision.models.list_models(module=torchvision.models)
-    return (_tv_any, {"model_name": model}) if model in known else None
+    return (_tv_any, {"model_name": model}) if model in _tv_models() else None
 
 
-BACKBONES.add_resolver(_resolve_tv, library=("torchvision", TV_PREFIX))
+def _tv_models() -> list[str]:
+    import torchvision  # on demand: `bench list` imports this module (the BACKBONES registry)
+
+    return torchvision.models.list_models(module=torchvision.models)
+
+
+BACKBONES.add_resolver(_resolve_tv, library=("torchvision", TV_PREFIX), models=_tv_models)
 
 NO_IMAGENET_WEIGHTS = ("smallcnn",)  # registered backbones without published weights
 

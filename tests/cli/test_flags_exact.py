@@ -5,6 +5,8 @@ import ast
 from pathlib import Path
 
 import pytest
+import timm
+import torchvision
 
 from bench.cli.main import OneLineParser, main
 from bench.core.methodgroups import METHOD_GROUPS, SPELLED
@@ -111,24 +113,42 @@ def test_the_needed_option_given_lets_it_through(capsys, tmp_path):
                  "--fuse-max", "2", "--seeds", "2", "--profile", "quick"]) == 0
 
 
-@pytest.mark.parametrize("name, search", [
-    ("timm:doesnotexist", "timm has no model 'doesnotexist'; search its names with bench list "
-                          "--backbones 'timm:*doesnotexist*'"),
-    ("timm/doesnotexist.a1", "timm has no model 'doesnotexist'; search its names with bench "
-                             "list --backbones 'timm:*doesnotexist*'"),
-    ("tv:resnet1", "torchvision has no model 'resnet1'; search its names with bench list "
-                   "--backbones 'tv:*resnet1*'"),
-    ("timm:", "names no timm model; give timm:NAME (list them: bench list --backbones "
-              "'timm:*')"),
-    ("tv:", "names no torchvision model; give tv:NAME (list them: bench list --backbones "
+TIMM_TAKES = f"timm:NAME takes any of the {len(timm.list_models()):,} models timm lists"
+TV_TAKES = (f"tv:NAME takes any of the {len(torchvision.models.list_models(torchvision.models))}"
+            " models torchvision lists")
+
+
+@pytest.mark.parametrize("name, line", [
+    ("timm:doesnotexist", f"--backbone timm:doesnotexist: 'doesnotexist' is not a timm model "
+                          f"({TIMM_TAKES}); search them with bench list --backbones "
+                          "'timm:*doesnotexist*'"),
+    ("timm/doesnotexist.a1", f"--backbone timm/doesnotexist.a1: 'doesnotexist' is not a timm "
+                             f"model ({TIMM_TAKES}); search them with bench list --backbones "
+                             "'timm:*doesnotexist*'"),
+    ("timm:mobilenetv3_smal", f"--backbone timm:mobilenetv3_smal: 'mobilenetv3_smal' is not a "
+                              f"timm model ({TIMM_TAKES}); closest: timm:mobilenetv3_small_100, "
+                              "timm:mobilenetv3_small_075, timm:mobilenetv3_small_050; search "
+                              "them with bench list --backbones 'timm:*mobilenetv3_smal*'"),
+    ("tv:resnet1", f"--backbone tv:resnet1: 'resnet1' is not a torchvision model ({TV_TAKES}); "
+                   "closest: tv:resnet18, tv:resnet152, tv:resnet101; search them with bench "
+                   "list --backbones 'tv:*resnet1*'"),
+    ("timm:", f"--backbone 'timm:' names no model; {TIMM_TAKES} (list them: bench list "
+              "--backbones 'timm:*')"),
+    ("tv:", f"--backbone 'tv:' names no model; {TV_TAKES} (list them: bench list --backbones "
             "'tv:*')"),
 ])
-def test_an_unknown_library_model_is_answered_with_the_search_to_run(name, search, capsys,
+def test_an_unknown_library_model_is_answered_with_the_search_to_run(name, line, capsys,
                                                                      tmp_path):
+    """One line: the prefix takes the library's names, this one is not among
+    them, the closest ones where difflib finds some, the search to run."""
     assert main(["run", "--dry-run", "--results", str(tmp_path), "--backbone", name]) == 2
-    err = capsys.readouterr().err
-    assert search in err and err.count("\n") == 1
-    assert "choose from" not in err and "smallcnn" not in err  # not the registered names
+    assert capsys.readouterr().err == f"bench: error: {line}\n"
+
+
+def test_the_closest_names_are_models_the_library_builds(capsys):
+    assert main(["list", "--backbones", "timm:mobilenetv3_small_0*"]) == 0
+    listed = capsys.readouterr().out
+    assert "timm:mobilenetv3_small_075" in listed and "timm:mobilenetv3_small_050" in listed
 
 
 def test_the_suggested_search_finds_the_models(capsys):
@@ -136,14 +156,30 @@ def test_the_suggested_search_finds_the_models(capsys):
     assert "tv:resnet18" in capsys.readouterr().out
 
 
-def test_packed_on_a_library_model_says_what_is_allowed(capsys, tmp_path):
+@pytest.mark.parametrize("backbone, tail", [
+    ("tv:resnet18", ", never on a library model (timm:NAME, tv:NAME); for a packed resnet18 "
+                    "write --backbone resnet18 (the registered build), not tv:resnet18"),
+    ("timm:resnet50", ", never on a library model (timm:NAME, tv:NAME); for a packed resnet50 "
+                      "write --backbone resnet50 (the registered build), not timm:resnet50"),
+    ("tv:vgg11", ", never on a library model (timm:NAME, tv:NAME)"),
+    ("convnext_tiny", ""),
+])
+def test_packed_on_a_backbone_it_is_not_built_for_says_what_is_allowed(backbone, tail, capsys,
+                                                                       tmp_path):
+    """tv:resnet18 is refused while `resnet18` is allowed: the line tells the
+    two spellings apart instead of naming the user's own word as allowed."""
     assert main(["run", "--dry-run", "--results", str(tmp_path), "--method", "packed",
-                 "--backbone", "tv:resnet18", "--no-pretrained", "--profile", "quick"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert ("'tv:resnet18' is not built as Packed-Ensembles: library models (timm:NAME, "
-            "tv:NAME) never are; allowed: the registered conv / batch-norm backbones "
-            "smallcnn, resnet18 (timm's ResNet-18) and resnet50") in err
+                 "--backbone", backbone, "--no-pretrained", "--profile", "quick"]) == 2
+    assert capsys.readouterr().err == (
+        f"bench: error: packed: backbone '{backbone}' is not built as Packed-Ensembles; it is "
+        "built only on the registered conv / batch-norm backbones smallcnn, resnet18 and "
+        f"resnet50{tail}\n")
+
+
+def test_packed_builds_on_what_the_refusal_names(tmp_path):
+    assert main(["run", "--dry-run", "--results", str(tmp_path), "--method", "packed",
+                 "--backbone", "smallcnn,resnet18,resnet50", "--no-pretrained",
+                 "--profile", "quick"]) == 0
 
 
 def test_a_report_of_a_missing_folder_says_it_does_not_exist(capsys, tmp_path):

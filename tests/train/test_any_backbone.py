@@ -8,7 +8,8 @@ import torchvision
 
 from bench.cli.main import main
 from bench.core.errors import BenchError
-from bench.train.backbones import build_model, check_arch
+from bench.train.backbone_checks import check_arch
+from bench.train.backbones import build_model
 from bench.train.weights import resolve_weights
 
 

@@ -24,7 +24,8 @@ from bench.core.config import PROFILES
 from bench.core.errors import BenchError
 from bench.core.paper import PAPER_METHODS
 from bench.methods import METHOD_GROUPS, create_method
-from bench.train.backbones import build_model, check_arch, model_arch
+from bench.train.backbone_checks import check_arch
+from bench.train.backbones import build_model, model_arch
 from bench.train.loop import train
 from tests.conftest import digits_subset
 
