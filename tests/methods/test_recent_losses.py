@@ -146,10 +146,23 @@ def test_rankmixup_hand_worked():
     y, y_perm = torch.tensor([0, 1]), torch.tensor([1, 1])
     lam, rest = torch.tensor(0.25), torch.tensor(0.75)
     ce = float(torch.nn.functional.cross_entropy(z[:2], y))
+    # the gradient of the ranking term on the tops (column 0), clean rows 0-1
+    # then mixed rows 2-3: authors 0.1 * 1/2 * 1/2 = 0.025 on every mixed top
+    # and minus that on every clean one (the same-class pair's image too:
+    # the mask scales all terms); rows 0.1 / 2 on the two-class pair's alone
+    tops = {"authors": [-0.025, -0.025, 0.025, 0.025], "rows": [-0.05, 0.0, 0.05, 0.0]}
     for form, term in (("authors", 1.5), ("rows", 0.5)):
         m = create_method("rankmixup", {"rm_form": form})
-        got = m.loss(z[:, None, :], (y, y_perm, lam, rest)).detach()
-        assert float(got) == pytest.approx(ce + 0.1 * term, rel=1e-12), form
+        zz = z.clone().requires_grad_()
+        got = m.loss(zz[:, None, :], (y, y_perm, lam, rest))
+        assert float(got.detach()) == pytest.approx(ce + 0.1 * term, rel=1e-12), form
+        got.backward()
+        clean = z[:2].clone().requires_grad_()
+        torch.nn.functional.cross_entropy(clean, y).backward()
+        rank = zz.grad.clone()
+        rank[:2] -= clean.grad
+        assert rank[:, 0].tolist() == pytest.approx(tops[form], abs=1e-15), form
+        assert rank[:, 1].tolist() == pytest.approx([0.0] * 4, abs=1e-15), form
 
 
 def authors_mrl(inputs, targets, mixup, target_re, margin=2.0, alpha=0.1):
