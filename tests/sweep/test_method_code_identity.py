@@ -224,7 +224,8 @@ def test_rankmixups_new_default_retrains_and_says_why(tree, tmp_path, capsys):
 # method, its earlier reading's --set, that reading's hash and its own unit's
 # digest in the tree before the new default (commit aad1fa6^: computed there
 # with this plan, digits, demo, seed 0)
-EARLIER = [("rankmixup", ("rm_form", "rows"), "f181bbcafa52", "4f6099a611096719")]
+EARLIER = [("rankmixup", ("rm_form", "rows"), "f181bbcafa52", "4f6099a611096719"),
+           ("adafocal", ("adafocal_precision", "float64"), "1493bc738ca3", "a54717ac47a274d0")]
 
 
 @pytest.mark.parametrize("method,legacy,old_hash,old_digest", EARLIER)
