@@ -10,7 +10,12 @@ I_nk = 1[z_nk = m_n] (on detached values: ties all count) and margin M:
 
 sg = stop-gradient: the negative term pulls the other logits up towards
 the (fixed) max, the positive term pulls a max logit above M down. The
-max is the predicted class, not the label.
+max is the predicted class, not the label. m_n is taken with torch.max as
+theirs: at a tie for the top every tied entry counts in the positive term,
+and the whole of its gradient goes to the one entry torch.max returns.
+Records made with amax (the gradient split between the ties; values the
+same) keep their hash: bench/core/codepins.json counts the two as one
+version, since they part only at an exact float tie for the top above M.
 """
 from dataclasses import dataclass
 
@@ -36,7 +41,9 @@ def acls_regulariser(z, p: ACLSParams):
     import torch.nn.functional as F
 
     b, k = z.shape
-    m = z.amax(dim=1, keepdim=True)
+    # torch.max, not amax: at a tie the gradient goes to the returned index
+    # alone, as in the authors' get_reg (amax would split it between the ties)
+    m = z.max(dim=1, keepdim=True).values
     top = (z.detach() == m.detach()).to(z.dtype)
     pos = top * F.relu(m - p.acls_margin).pow(2)
     neg = (1 - top) * F.relu(m.detach() - z - p.acls_margin).pow(2)

@@ -34,8 +34,9 @@ G_b = mean r - mean a over it (0 for an empty bin). `adafocal_precision`:
       (1.0, 1.0] are empty, their gap is 0 and their gamma stops moving;
   float64 (what this harness ran before): r and the tests in float64, from
       the float32 logits.
-Records made at float64 keep their hash (the key is out of it at that
-value, Spec.legacy). Then, per bin:
+Records made at float64 keep their hash: the key is out of it at that
+value (Spec.legacy), and bench/core/codepins.json counts this module as the
+same version as the one before the key (at float64 it computes what that did). Then, per bin:
 
     g' = g exp(lambda G_b)   if g > 0,   g exp(-lambda G_b)   otherwise
     if |g'| < S:  g' = -S if g' > 0 else S    (focal <-> inverse focal)

@@ -7,8 +7,12 @@ largest probability strictly below p_y (0 when no class is below it):
 
 as the authors' `DualFocalLoss.forward` computes it (github
 Linwei94/DualFocalLoss, dual_focal_loss.py): p_j is the top of the
-probabilities masked by `p < p_y` (strict), taken with gradient through
-both p_y and p_j. Their class sums over the batch by default
+probabilities masked by `p < p_y` (strict), taken with torch.topk as
+theirs (at a tie for p_j the gradient goes to the one entry topk returns),
+with gradient through both p_y and p_j. Records made with amax (p_j's
+gradient split between tied entries; values the same) keep their hash:
+bench/core/codepins.json counts the two as one version, since they part
+only at an exact float tie for p_j. Their class sums over the batch by default
 (size_average=False); we take the mean like every loss of the harness (a
 factor of the batch size, i.e. of the learning rate; docs/methods.md).
 """
@@ -36,8 +40,10 @@ def dual_focal_loss(z, y, gamma: float):
     logp_y = logp.gather(1, y[:, None])
     p_y = logp_y.exp()
     # the classes strictly below the label's probability; a masked-out entry
-    # counts 0, so a row with none below gives p_j = 0 as in the authors' topk
-    p_j = (p * (p < p_y).to(p.dtype)).amax(dim=1)
+    # counts 0, so a row with none below gives p_j = 0 as in the authors' topk.
+    # topk, not amax: at a tie the gradient goes to the returned index alone,
+    # as theirs (amax would split it between the tied entries)
+    p_j = (p * (p < p_y).to(p.dtype)).topk(1, dim=1).values.squeeze(1)
     logp_y, p_y = logp_y.squeeze(1), p_y.squeeze(1)
     return (-(1 - p_y + p_j).pow(gamma) * logp_y).mean()
 

@@ -15,8 +15,9 @@ else 1. `rm_form` chooses how s and d meet:
   rows (what this harness ran before): the per-image product,
           loss = CE(z, y) + alpha * mean_n s_n d_n,
       with amax (a tie's gradient split between the tied entries).
-Records made at `rows` keep their hash (the key is out of it at that
-value, Spec.legacy). The clean and the mixed batch go through the model as
+Records made at `rows` keep their hash: the key is out of it at that
+value (Spec.legacy), and bench/core/codepins.json counts this module as the
+same version as the one before rm_form (at `rows` it computes what that did). The clean and the mixed batch go through the model as
 one batch of 2B images (the method contract: one forward per step), where
 the authors run two forwards: batch-norm statistics are taken over both
 halves together (docs/methods.md).

@@ -65,7 +65,7 @@ def changes(specs, experiments: dict, results) -> list[Change]:
     for exp in sorted(wanted, key=lambda e: (e.dataset, e.backbone, e.method, e.chash)):
         for old, (config, n) in sorted(by_place.get((exp.dataset, exp.backbone,
                                                      exp.method), {}).items()):
-            roles = changed_roles(exp.payload(), config)
+            roles = changed_roles(exp.payload(), config, moved=own_moved(exp, config))
             if old != exp.chash and roles is not None:
                 out.append(Change(exp, old, n, config, tuple(roles)))
     return out
@@ -79,7 +79,25 @@ def own_changes(change: Change) -> dict[str, str]:
         (change.config.get(METHOD_CODE) or {}).get("units", ())
     old = codeunits.versions_of(pins, change.config.get("code_units"), own)
     now = codeunits.versions_of(pins, dict(change.exp.code_units), own)
-    return {u: v for u, v in old.items() if now.get(u) != v}
+    moved = {u: v for u, v in old.items() if now.get(u) != v}
+    if moved:
+        return moved
+    # one version by the pins, yet edited: the edit that brought a new key
+    raw, today = change.config.get("code_units") or {}, dict(change.exp.code_units)
+    return {u: raw[u] for u in own if u in raw and raw[u] != today.get(u)}
+
+
+def own_moved(exp, config: dict) -> bool:
+    """Whether a unit of the method's own code differs, digest for digest,
+    from the one the record names, also where the pins count both as one
+    version: an edit accepted as equal at the older records' key values
+    (theirs keep their hash) that brought a new key, whose new default enters
+    the hash (rankmixup's rm_form, adafocal's adafocal_precision)."""
+    units = config.get("code_units") or {}
+    now = dict(exp.code_units)
+    own = dict(exp.method_code).get("units", ()) or \
+        (config.get(METHOD_CODE) or {}).get("units", ())
+    return any(u in units and units[u] != now.get(u) for u in own)
 
 
 def _records_by_config(results, places: set) -> dict:
@@ -100,23 +118,26 @@ def _records_by_config(results, places: set) -> dict:
     return out
 
 
-def changed_roles(payload: dict, config: dict) -> list[str] | None:
+def changed_roles(payload: dict, config: dict, moved: bool = False) -> list[str] | None:
     """The roles (method, dataset, backbone) whose code differs when
     everything else the hash sees is equal; None when anything else differs
-    (another ablation, not a code change) or nothing does."""
+    (another ablation, not a code change) or nothing does. `moved`: the
+    method's own code was edited since the record (own_moved)."""
     plain = json.loads(json.dumps(payload, default=str))  # tuples and labels as the record has them
-    if plain.get(METHOD_CODE) != config.get(METHOD_CODE):
+    new_keys = False
+    if moved or plain.get(METHOD_CODE) != config.get(METHOD_CODE):
         # a method key the older record lacks came with the code change (a new
         # default that retrains, rankmixup's rm_form): part of it, not another ablation
         had = config.get("method_params") or {}
-        plain["method_params"] = {k: v for k, v in plain.get("method_params", {}).items()
-                                  if k in had}
+        params = plain.get("method_params", {})
+        plain["method_params"] = {k: v for k, v in params.items() if k in had}
+        new_keys = len(plain["method_params"]) < len(params)
     keys = (set(plain) | set(OPTIONAL)) - set(CODE_KEYS)
     if any(config.get(k) != plain.get(k) for k in keys):
         return None
     new, old = plain.get(PLUGIN_CODE, {}), config.get(PLUGIN_CODE) or {}
     roles = {r for r in set(new) | set(old) if new.get(r) != old.get(r)}
-    if plain.get(METHOD_CODE) != config.get(METHOD_CODE):
+    if plain.get(METHOD_CODE) != config.get(METHOD_CODE) or new_keys:
         roles.add("method")
     return sorted(roles) or None
 

@@ -111,6 +111,66 @@ def test_acls_against_the_reference_loop(batch):
     assert torch.allclose(a.grad, b.grad, rtol=1e-10, atol=1e-14)
 
 
+# ------------------------------------------------------------- exact ties --
+def authors_dual_focal_sum(z, y, gamma):
+    """DualFocalLoss.forward as their code has it (size_average=False: the sum):
+    the mask `lt(p, p_y) * 1`, p_j the top of mask * p by torch.topk."""
+    logp = torch.nn.functional.log_softmax(z, dim=1)
+    p = logp.exp()
+    logp_y = logp.gather(1, y.view(-1, 1)).view(-1)
+    p_y = logp_y.exp()
+    mask = torch.lt(p, p_y.reshape(p_y.shape[0], 1)) * 1
+    p_j = torch.topk(mask * p, 1)[0].squeeze()
+    return (-1 * (1 - p_y + p_j) ** gamma * logp_y).sum()
+
+
+def authors_acls_reg(z, pos_lambda=1.0, neg_lambda=0.1, margin=10.0):
+    """ACLS.get_reg as their code has it: the max by torch.max, repeated over
+    the classes, the indicator on detached copies."""
+    top = z.max(dim=1)[0].unsqueeze(dim=1).repeat(1, z.shape[1])
+    indicator = (top.clone().detach() == z.clone().detach()).float()
+    b, k = z.size()
+    neg_dist = top.clone().detach() - z
+    pos = indicator * torch.relu(top - margin) ** 2
+    neg = (1.0 - indicator) * torch.relu(neg_dist - margin) ** 2
+    return pos_lambda * (pos.sum() / (b * 1.0)) + neg_lambda * (neg.sum() / (b * (k - 1.0)))
+
+
+def test_acls_tie_gives_the_gradient_to_one_entry_as_theirs():
+    # row 0: the top tied at 12 > M = 10; row 1: tied at 4 < M (no positive
+    # term); row 2: no tie (the hand-worked case above)
+    z = torch.tensor([[12.0, 12.0, 3.0], [4.0, 4.0, -7.0], [12.0, 0.0, 3.0]], dtype=torch.float64)
+    y = torch.tensor([0, 1, 1])
+    a, b = z.clone().requires_grad_(), z.clone().requires_grad_()
+    create_method("acls").loss(a[:, None, :], y).backward()
+    want = torch.nn.functional.cross_entropy(b, y) + 0.1 * authors_acls_reg(b)
+    want.backward()
+    assert torch.allclose(a.grad, b.grad, rtol=0, atol=1e-15)
+    # by hand, row 0's share of 0.1 R: both tied entries count, 2 (12 - 10)^2,
+    # / B = 3; its gradient 0.1 * 2 * 2 * 2 / 3 all to the one entry torch.max
+    # returns (amax: half each); row 1 the neg term relu(4 - (-7) - 10)^2 only
+    ce = z.clone().requires_grad_()
+    torch.nn.functional.cross_entropy(ce, y).backward()
+    reg = (a.grad - ce.grad)[0, :2]
+    assert sorted(reg.tolist()) == pytest.approx([0.0, 0.8 / 3], abs=1e-15)
+
+
+def test_dual_focal_tie_gives_the_gradient_to_one_entry_as_theirs():
+    # label 0 on top; classes 1 and 2 tied just below it: p_j is either of them
+    z = torch.tensor([[2.0, 1.0, 1.0, 0.0], [0.5, 3.0, 0.5, 0.5]], dtype=torch.float64)
+    y = torch.tensor([0, 0])
+    a, b = z.clone().requires_grad_(), z.clone().requires_grad_()
+    create_method("dualfocal").loss(a[:, None, :], y).backward()
+    (authors_dual_focal_sum(b, y, 5.0) / len(y)).backward()  # theirs sums; the harness: mean
+    assert torch.allclose(a.grad, b.grad, rtol=0, atol=1e-15)
+    # amax would split p_j's gradient evenly, leaving the tied logits'
+    # gradients equal; one entry takes it all here
+    assert abs(float(a.grad[0, 1] - a.grad[0, 2])) > 1e-3
+    # row 1: p_y ties classes 2 and 3 at the bottom: none is below it, p_j = 0
+    # (a masked entry), no gradient through p_j, so the two stay symmetric
+    assert float(a.grad[1, 2]) == float(a.grad[1, 3])
+
+
 # ------------------------------------------------------- declared values --
 def test_defaults_names_and_a_bad_value():
     p = create_method("acls").params
@@ -146,10 +206,23 @@ def test_rankmixup_hand_worked():
     y, y_perm = torch.tensor([0, 1]), torch.tensor([1, 1])
     lam, rest = torch.tensor(0.25), torch.tensor(0.75)
     ce = float(torch.nn.functional.cross_entropy(z[:2], y))
+    # the gradient of the ranking term on the tops (column 0), clean rows 0-1
+    # then mixed rows 2-3: authors 0.1 * 1/2 * 1/2 = 0.025 on every mixed top
+    # and minus that on every clean one (the same-class pair's image too:
+    # the mask scales all terms); rows 0.1 / 2 on the two-class pair's alone
+    tops = {"authors": [-0.025, -0.025, 0.025, 0.025], "rows": [-0.05, 0.0, 0.05, 0.0]}
     for form, term in (("authors", 1.5), ("rows", 0.5)):
         m = create_method("rankmixup", {"rm_form": form})
-        got = m.loss(z[:, None, :], (y, y_perm, lam, rest)).detach()
-        assert float(got) == pytest.approx(ce + 0.1 * term, rel=1e-12), form
+        zz = z.clone().requires_grad_()
+        got = m.loss(zz[:, None, :], (y, y_perm, lam, rest))
+        assert float(got.detach()) == pytest.approx(ce + 0.1 * term, rel=1e-12), form
+        got.backward()
+        clean = z[:2].clone().requires_grad_()
+        torch.nn.functional.cross_entropy(clean, y).backward()
+        rank = zz.grad.clone()
+        rank[:2] -= clean.grad
+        assert rank[:, 0].tolist() == pytest.approx(tops[form], abs=1e-15), form
+        assert rank[:, 1].tolist() == pytest.approx([0.0] * 4, abs=1e-15), form
 
 
 def authors_mrl(inputs, targets, mixup, target_re, margin=2.0, alpha=0.1):

@@ -219,3 +219,52 @@ def test_rankmixups_new_default_retrains_and_says_why(tree, tmp_path, capsys):
     assert (f"rankmixup: method code changed (bench.methods.rankmixup) since config "
             f"{before['rankmixup']} (1 record); training config {after['rankmixup']}"
             ) in capsys.readouterr().out
+
+
+# method, its earlier reading's --set, that reading's hash and its own unit's
+# digest in the tree before the new default (commit aad1fa6^: computed there
+# with this plan, digits, demo, seed 0)
+EARLIER = [("rankmixup", ("rm_form", "rows"), "f181bbcafa52", "4f6099a611096719"),
+           ("adafocal", ("adafocal_precision", "float64"), "1493bc738ca3", "a54717ac47a274d0")]
+
+
+@pytest.mark.parametrize("method,legacy,old_hash,old_digest", EARLIER)
+def test_the_earlier_reading_keeps_its_records_and_the_new_default_says_why(
+        tmp_path, capsys, method, legacy, old_hash, old_digest):
+    """The edit that brought the new default is pinned as the same version
+    as the code before it (codepins.json `same`): at the legacy value today's
+    code computes what that code did, so its records keep their hash and are
+    reused; the default trains anew, named as the method's code change."""
+    results = tmp_path / "results"
+    opts = dict(method=method, dataset="digits", profile="demo", seeds="1", results=str(results))
+    rows = plan(RunOptions(**opts, overrides=(legacy,)))
+    assert [s.chash for s in rows.specs] == [old_hash]
+    unit = f"bench.methods.{method}"
+    for spec in rows.specs:  # a record as the earlier code wrote it: its own digest
+        exp = rows.experiments[spec.chash]
+        payload = json.loads(json.dumps(exp.payload(), default=str))
+        assert legacy[0] not in payload["method_params"]
+        store.write_record(spec.record, {**payload, "seed": spec.seed, "config_hash": spec.chash,
+                                         "code_units": {**dict(exp.code_units),
+                                                        unit: old_digest}},
+                           {"status": "done"}, {})
+    assert codeunits.unit_digest(unit) != old_digest  # the code did move
+    assert todo(plan(RunOptions(**opts, overrides=(legacy,)))) == []
+    g = plan(RunOptions(**opts))
+    (new,) = {s.chash for s in g.specs}
+    assert new != old_hash and todo(g) == [method]
+    capsys.readouterr()
+    assert main(["run", "--method", method, "--dataset", "digits", "--profile", "demo",
+                 "--seeds", "1", "--dry-run", "--results", str(results)]) == 0
+    assert (f"{method}: method code changed ({unit}) since config {old_hash} (1 record); "
+            f"training config {new}") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("method,chash", [("acls", "25bcc9ef6c5b"), ("dualfocal", "0bb24b802fb5")])
+def test_the_tie_rule_keeps_acls_and_dual_focal_records(tmp_path, method, chash):
+    """torch.max / topk for amax moved their digests; the pins count the edit
+    as the same version (it changes a gradient only at an exact float tie; a
+    CPU demo run's predictions were bit for bit the same): the hash before it."""
+    g = plan(RunOptions(method=method, dataset="digits", profile="demo", seeds="1",
+                        results=str(tmp_path / "results")))
+    assert [s.chash for s in g.specs] == [chash]
