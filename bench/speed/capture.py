@@ -72,6 +72,7 @@ SKIP_ON_META = {"aten._fused_sgd_.tensor_lr"}  # no meta kernel: counted, not ru
 # no dropout: on CUDA inductor draws its own masks, which would part from the eager ones
 PAPER_ONE_HEAD = ("sl1h", "ls", "mbls", "mixup", "dca")
 COMPILED = "compiled "  # a compiled case's name: this, then what it runs
+CELLS = "cells "  # a cell group's case name: this, then its members
 CLOSE, CLOSE_ABS = 1e-4, 1e-5  # a compiled case's tolerance against the per-step path
 
 
@@ -85,10 +86,16 @@ def cases() -> dict:
     # (RankMixup feeds clean and mixed images, 2B, and fuses only with its like)
     one = tuple(n for n in names if create_method(n).heads == 1
                 and getattr(create_method(n), "batch_multiple", 1) == 1)
-    out[f"fused {len(one)} one-head"] = one
-    out["fused 2hsl+2hml"] = ("2hsl", "2hml")
-    out["fused 4hml x3"] = ("4hml",) * 3
+    for how in ("fused", CELLS.strip()):  # vmapped groups, then cell groups
+        out[f"{how} {len(one)} one-head"] = one
+        out[f"{how} 2hsl+2hml"] = ("2hsl", "2hml")
+        out[f"{how} 4hml x3"] = ("4hml",) * 3
     return out
+
+
+def group_kind(case: str) -> str:
+    """A group case's model: `cells ...` a cell group (bench.train.cells), else vmapped."""
+    return "cells" if case.removeprefix(COMPILED).startswith(CELLS) else "vmap"
 
 
 def compiled_cases() -> dict:
@@ -154,7 +161,7 @@ def _caller() -> str:
     return "?"
 
 
-def _members(names: tuple, backbone: str, size: int, cfg, device):
+def _members(names: tuple, backbone: str, size: int, cfg, device, how: str = "vmap"):
     torch.manual_seed(0)
     first = create_method(names[0])  # the members share an architecture
     base = build_model(backbone, size, first.heads, NUM_CLASSES,
@@ -167,7 +174,7 @@ def _members(names: tuple, backbone: str, size: int, cfg, device):
     if len(names) == 1:
         return SingleStepper(copy.deepcopy(base), methods[0], cfg, device, seed=0)
     return FusedStepper([copy.deepcopy(base) for _ in names], methods, cfg,
-                        list(range(len(names))), device)
+                        list(range(len(names))), device, how)
 
 
 def _orders(stepper, n: int, cfg):
@@ -175,7 +182,7 @@ def _orders(stepper, n: int, cfg):
     return orders, [cfg.lr * (1 - 0.01 * i) for i in range(len(orders[0]))]
 
 
-def count_ops(names, backbone, size, cfg, device: str) -> dict:
+def count_ops(names, backbone, size, cfg, device: str, how: str = "vmap") -> dict:
     """Per-step operator counts of the graph-safe step (the third of three:
     the first two warm caches up), and host values that changed from the
     second step to the third. Compiled (cfg.compile_step): those of its
@@ -186,7 +193,7 @@ def count_ops(names, backbone, size, cfg, device: str) -> dict:
         from bench.speed.graphops import GraphOps  # lazy: AOTAutograd, inductor's tables (s)
         ops = GraphOps(where)
     on = device if ops else where
-    st = _members(names, backbone, size, dataclasses.replace(cfg, compile_step=False), on)
+    st = _members(names, backbone, size, dataclasses.replace(cfg, compile_step=False), on, how)
     x = torch.zeros(4 * cfg.batch_size, 3, size, size, dtype=torch.uint8, device=on)
     y = torch.zeros(4 * cfg.batch_size, dtype=torch.long, device=on)
     runner = GraphRunner(st, x, y, say=lambda text: None)
@@ -212,10 +219,11 @@ def count_ops(names, backbone, size, cfg, device: str) -> dict:
             "graphs": ops.graphs if ops else "-"}
 
 
-def graph_breaks(names, backbone, size, cfg) -> int:
+def graph_breaks(names, backbone, size, cfg, how: str = "vmap") -> int:
     """Graph breaks of one whole graph-safe step under torch._dynamo.explain (CPU)."""
     # compile_step off: explain traces the very code a compile_step run compiles
-    st = _members(names, backbone, size, dataclasses.replace(cfg, compile_step=False), "cpu")
+    st = _members(names, backbone, size, dataclasses.replace(cfg, compile_step=False), "cpu",
+                  how)
     x, y = synthetic(4 * cfg.batch_size, size, NUM_CLASSES, "cpu")
     runner = GraphRunner(st, x, y, say=lambda text: None)
     (n, stage, _), = runner.stage_epoch(*_orders(st, len(y), cfg))
@@ -230,14 +238,15 @@ def _state(st) -> list:
     return [t.detach().clone() for t in (*st.fm.params.values(), *st.fm.buffers.values())]
 
 
-def equal_to_per_step(names, backbone, size, cfg, device: str, steps: int) -> dict:
+def equal_to_per_step(names, backbone, size, cfg, device: str, steps: int,
+                      how: str = "vmap") -> dict:
     """`steps` steps of the per-step path, of the graph-safe step and (CUDA)
     of its captured replay from the same start. -> {"equal": the graph-safe
     step's tensors bit for bit the per-step path's (compiled: "close" where
     within CLOSE), "replay": (CUDA) the replay's bit for bit the graph-safe
     step's, else None}."""
     x, y = synthetic(steps * cfg.batch_size, size, NUM_CLASSES, device)
-    ref = _members(names, backbone, size, cfg, device)
+    ref = _members(names, backbone, size, cfg, device, how)
     deterministic_cudnn()
     ref.train_mode()
     orders, lrs = _orders(ref, len(y), cfg)
@@ -245,7 +254,7 @@ def equal_to_per_step(names, backbone, size, cfg, device: str, steps: int) -> di
     want = _state(ref) + [torch.stack(losses).reshape(len(losses), -1).float()]
     got = {}
     for capture in ([False, True] if device != "cpu" else [False]):
-        st = _members(names, backbone, size, cfg, device)
+        st = _members(names, backbone, size, cfg, device, how)
         deterministic_cudnn()
         st.train_mode()
         runner = GraphRunner(st, x, y, say=lambda text: print(text, file=sys.stderr))
@@ -279,10 +288,10 @@ def deterministic_cudnn() -> None:
 def check_case(name, names, s) -> dict:
     cfg = dataclasses.replace(PROFILES["paper"], graph="true", pretrained=False,
                               cudnn_benchmark=False, compile_step=name.startswith(COMPILED))
-    row = {"case": name, "members": len(names), "graphs": "-"}
-    row["breaks"] = "-" if s.no_explain else graph_breaks(names, s.backbone, s.size, cfg)
-    row.update(count_ops(names, s.backbone, s.size, cfg, s.device))
-    row.update(equal_to_per_step(names, s.backbone, s.size, cfg, s.device, s.steps))
+    row, how = {"case": name, "members": len(names), "graphs": "-"}, group_kind(name)
+    row["breaks"] = "-" if s.no_explain else graph_breaks(names, s.backbone, s.size, cfg, how)
+    row.update(count_ops(names, s.backbone, s.size, cfg, s.device, how))
+    row.update(equal_to_per_step(names, s.backbone, s.size, cfg, s.device, s.steps, how))
     if row["replay"] is None:
         del row["replay"]
     row["ok"] = (row["equal"] is True or (cfg.compile_step and row["equal"] == "close")) \
