@@ -28,6 +28,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from bench.train.augment import apply_ops, augment_batch, sample_params
 from bench.train.cells import CellModel
+from bench.train.seedvmap import member_losses
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
 from bench.train.nets import vmap_safe
@@ -123,8 +124,7 @@ def fused_step(fm, methods, opt, xs, ys, gens, aug_gens, cfg) -> torch.Tensor:
     batches = [m.batch(xi, y, g) for m, xi, y, g in zip(methods, x, ys, gens)]
     with autocast(x[0].device, cfg.bf16):
         logits = fm(torch.stack([b[0] for b in batches]))
-        losses = torch.stack([m.loss(logits[s], b[1]) for s, (m, b)
-                              in enumerate(zip(methods, batches))])
+        losses = member_losses(methods, logits, [b[1] for b in batches])
     opt.zero_grad(set_to_none=True)
     losses.sum().backward()  # seeds share no parameter: per-seed gradients
     opt.step()
@@ -173,8 +173,7 @@ class FusedStepper:
         def loss_fn(params, buffers, batches):
             with autocast(self.device, cfg.bf16):
                 logits = fm._forward(params, buffers, torch.stack([b[0] for b in batches]))
-                losses = torch.stack([m.loss(logits[s], b[1])
-                                      for s, (m, b) in enumerate(zip(methods, batches))])
+                losses = member_losses(methods, logits, [b[1] for b in batches])
             return losses.sum(), losses.detach()
         return fm.params, fm.buffers, loss_fn
 
