@@ -42,6 +42,8 @@ def _key(method) -> tuple:
 def _runs(methods: list) -> list[range]:
     """Consecutive members of one method, as ranges: a run's logits are then a
     slice (a view; an index list would be a host tensor copied every step)."""
+    if torch.compiler.is_compiling():  # a compiled step: inductor fuses the members' kernels
+        return [range(i, i + 1) for i in range(len(methods))]
     runs: list = []
     for i, m in enumerate(methods):
         if runs and _key(methods[runs[-1].start]) == _key(m):
@@ -133,9 +135,9 @@ class _HostWork(TorchDispatchMode):
         super().__init__()
         self.seen = False
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        ins = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    def __torch_dispatch__(self, func, types, inputs=(), kwargs=None):
+        out = func(*inputs, **(kwargs or {}))
+        ins = [t for t in tree_flatten((inputs, kwargs))[0] if isinstance(t, torch.Tensor)]
         outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
         host = [t for t in ins if t.device.type != "meta" and t.numel()]
         if not ins and all(t.dim() == 0 for t in outs):
