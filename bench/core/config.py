@@ -150,9 +150,11 @@ class TrainConfig:
     # interleaves their steps, on CUDA each on its own stream (bench/train/streams.py:
     # records bit for bit the unfused ones on a CPU). Speed only, not hashed.
     fuse_as: str = setting(
-        "auto", "how a fused group trains: auto (CUDA: streams; CPU: vmap) | vmap (one "
-        "stacked model) | streams (one model per run, steps interleaved on CUDA streams)",
-        choices=("auto", "vmap", "streams"), in_hash=False)
+        "auto", "how a fused group trains: auto (CUDA: streams; CPU: cells where the model "
+        "has a batched form, else vmap) | cells (one batched model, members as channels) | "
+        "vmap (one stacked model under vmap) | streams (one model per run, steps "
+        "interleaved on CUDA streams)",
+        choices=("auto", "cells", "vmap", "streams"), in_hash=False)
     # How a batched model (bench.train.batched) runs its k x k convolutions:
     # one grouped convolution over the members, or unfold + one batched
     # matmul. The same numbers up to float reassociation; speed only.

@@ -19,8 +19,10 @@ runs the graph-safe step (bench.train.graphstep) and prints one line a case:
   calls) that differ between two consecutive steps: a capture would freeze them;
 - host scalars: device operators whose only host tensors are 0-dim inputs
   (a kernel takes them by value: no copy, no sync; their values enter
-  `varying`, as a capture freezes them too). Not a failure;
-- device ops: operator calls on the device per step (launches, roughly);
+  `varying`, as a capture freezes them too), and the 0-dim host tensors
+  vmap makes of a Python number for them. Not a failure;
+- device ops: operator calls on the device per step; kernels: those of them
+  that are not views or aliases (launches, roughly: a view launches none);
 - equal: after --steps steps, parameters, buffers and losses bit for bit those
   of the per-step path (bench.train.loop's SingleStepper.step /
   bench.train.fused's FusedStepper.step), cuDNN deterministic;
@@ -68,10 +70,22 @@ NUM_CLASSES = 9  # PathMNIST's: enough for 4 multi-loss heads
 COPIES = {"aten._to_copy.default", "aten.copy_.default", "aten.copy.default"}
 READS = {"aten._local_scalar_dense.default", "aten.item.default"}
 SKIP_ON_META = {"aten._fused_sgd_.tensor_lr"}  # no meta kernel: counted, not run
+# ops that only alias their input (no kernel): besides every overload torch
+# marks is_view, these composite / alias-returning ones
+ALIASES = {"aten.view", "aten._unsafe_view", "aten.alias", "aten.detach", "aten.reshape",
+           "aten.lift_fresh", "aten._reshape_alias", "aten.t", "aten.expand",
+           "aten.as_strided", "aten.squeeze", "aten.unsqueeze", "aten.permute",
+           "aten.transpose", "aten.slice", "aten.select", "aten.split", "aten.unbind"}
+
+
+def is_alias(func) -> bool:
+    """An op that launches no kernel: a view or an alias of its input."""
+    return bool(getattr(func, "is_view", False)) or str(func.overloadpacket) in ALIASES
 # the paper's one-head methods (bench.speed.graphtime's group is 5 seeds of them);
 # no dropout: on CUDA inductor draws its own masks, which would part from the eager ones
 PAPER_ONE_HEAD = ("sl1h", "ls", "mbls", "mixup", "dca")
 COMPILED = "compiled "  # a compiled case's name: this, then what it runs
+CELLS = "cells "  # a cell group's case name: this, then its members
 CLOSE, CLOSE_ABS = 1e-4, 1e-5  # a compiled case's tolerance against the per-step path
 
 
@@ -85,10 +99,16 @@ def cases() -> dict:
     # (RankMixup feeds clean and mixed images, 2B, and fuses only with its like)
     one = tuple(n for n in names if create_method(n).heads == 1
                 and getattr(create_method(n), "batch_multiple", 1) == 1)
-    out[f"fused {len(one)} one-head"] = one
-    out["fused 2hsl+2hml"] = ("2hsl", "2hml")
-    out["fused 4hml x3"] = ("4hml",) * 3
+    for how in ("fused", CELLS.strip()):  # vmapped groups, then cell groups
+        out[f"{how} {len(one)} one-head"] = one
+        out[f"{how} 2hsl+2hml"] = ("2hsl", "2hml")
+        out[f"{how} 4hml x3"] = ("4hml",) * 3
     return out
+
+
+def group_kind(case: str) -> str:
+    """A group case's model: `cells ...` a cell group (bench.train.cells), else vmapped."""
+    return "cells" if case.removeprefix(COMPILED).startswith(CELLS) else "vmap"
 
 
 def compiled_cases() -> dict:
@@ -120,13 +140,14 @@ class OpCounter(TorchDispatchMode):
             self.counts["reads"] += 1
         elif host and name in COPIES and self.device in where:
             self.counts["h2d"] += 1
-        elif host and scalars is not None:
+        elif host and (scalars is not None or _from_numbers(leaves, out)):
             self.counts["host scalars"] += 1
         elif host:
             self.counts["host ops"] += 1
             self.host_names[f"{name} at {_caller()}"] += 1
         else:
             self.counts["device ops"] += 1
+            self.counts["kernels"] += not is_alias(func)  # views and aliases launch none
         # a host scalar's value is a kernel argument a capture freezes, as a number is
         self.signature.append((name, tuple(repr(a) for a in leaves
                                            if not isinstance(a, torch.Tensor)), scalars))
@@ -145,6 +166,16 @@ class OpCounter(TorchDispatchMode):
         return tuple(t.item() for t in mine)
 
 
+def _from_numbers(leaves, out) -> bool:
+    """A 0-dim host tensor made from Python numbers alone (no tensor input):
+    how vmap wraps a number in a loss's arithmetic (`sum()` of per-head
+    losses starts at the int 0) before a device kernel takes it by value. A
+    constant: a capture freezes it, and `varying` sees it if it changes."""
+    outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+    return (not any(isinstance(t, torch.Tensor) for t in leaves) and bool(outs)
+            and all(t.dim() == 0 for t in outs))
+
+
 def _caller() -> str:
     """The innermost frame outside torch's own files: where a host op is asked for."""
     for frame in reversed(traceback.extract_stack()[:-3]):
@@ -154,7 +185,7 @@ def _caller() -> str:
     return "?"
 
 
-def _members(names: tuple, backbone: str, size: int, cfg, device):
+def group_stepper(names: tuple, backbone: str, size: int, cfg, device, how: str = "vmap"):
     torch.manual_seed(0)
     first = create_method(names[0])  # the members share an architecture
     base = build_model(backbone, size, first.heads, NUM_CLASSES,
@@ -167,15 +198,15 @@ def _members(names: tuple, backbone: str, size: int, cfg, device):
     if len(names) == 1:
         return SingleStepper(copy.deepcopy(base), methods[0], cfg, device, seed=0)
     return FusedStepper([copy.deepcopy(base) for _ in names], methods, cfg,
-                        list(range(len(names))), device)
+                        list(range(len(names))), device, how)
 
 
-def _orders(stepper, n: int, cfg):
+def epoch_orders(stepper, n: int, cfg):
     orders = [epoch_batches(n, cfg.batch_size, g, drop_last=True) for g in stepper.gens]
     return orders, [cfg.lr * (1 - 0.01 * i) for i in range(len(orders[0]))]
 
 
-def count_ops(names, backbone, size, cfg, device: str) -> dict:
+def count_ops(names, backbone, size, cfg, device: str, how: str = "vmap") -> dict:
     """Per-step operator counts of the graph-safe step (the third of three:
     the first two warm caches up), and host values that changed from the
     second step to the third. Compiled (cfg.compile_step): those of its
@@ -186,14 +217,14 @@ def count_ops(names, backbone, size, cfg, device: str) -> dict:
         from bench.speed.graphops import GraphOps  # lazy: AOTAutograd, inductor's tables (s)
         ops = GraphOps(where)
     on = device if ops else where
-    st = _members(names, backbone, size, dataclasses.replace(cfg, compile_step=False), on)
+    st = group_stepper(names, backbone, size, dataclasses.replace(cfg, compile_step=False), on, how)
     x = torch.zeros(4 * cfg.batch_size, 3, size, size, dtype=torch.uint8, device=on)
     y = torch.zeros(4 * cfg.batch_size, dtype=torch.long, device=on)
     runner = GraphRunner(st, x, y, say=lambda text: None)
     runner.capture = False  # count the step itself, not a replay
     if ops:
         runner.gs.step = compile_graph_step(runner.gs, ops.backend())
-    (n, stage, _), = runner.stage_epoch(*_orders(st, len(y), cfg))
+    (n, stage, _), = runner.stage_epoch(*epoch_orders(st, len(y), cfg))
     counters = []
     for _ in range(3):
         c = OpCounter(where)
@@ -207,18 +238,19 @@ def count_ops(names, backbone, size, cfg, device: str) -> dict:
     varying = sum(a != b for a, b in zip(counters[1].signature, counters[2].signature))
     varying += abs(len(counters[1].signature) - len(counters[2].signature))
     return {**{k: counters[2].counts[k] for k in ("h2d", "host ops", "host scalars", "reads",
-                                                 "device ops")},
+                                                 "device ops", "kernels")},
             "varying": varying, "host_names": dict(counters[2].host_names),
             "graphs": ops.graphs if ops else "-"}
 
 
-def graph_breaks(names, backbone, size, cfg) -> int:
+def graph_breaks(names, backbone, size, cfg, how: str = "vmap") -> int:
     """Graph breaks of one whole graph-safe step under torch._dynamo.explain (CPU)."""
     # compile_step off: explain traces the very code a compile_step run compiles
-    st = _members(names, backbone, size, dataclasses.replace(cfg, compile_step=False), "cpu")
+    st = group_stepper(names, backbone, size, dataclasses.replace(cfg, compile_step=False), "cpu",
+                  how)
     x, y = synthetic(4 * cfg.batch_size, size, NUM_CLASSES, "cpu")
     runner = GraphRunner(st, x, y, say=lambda text: None)
-    (n, stage, _), = runner.stage_epoch(*_orders(st, len(y), cfg))
+    (n, stage, _), = runner.stage_epoch(*epoch_orders(st, len(y), cfg))
     runner.step(n, stage)  # lazy state (class weights on the device, kernels) first
     torch._dynamo.reset()
     return torch._dynamo.explain(runner.gs.step)(stage).graph_break_count
@@ -230,27 +262,28 @@ def _state(st) -> list:
     return [t.detach().clone() for t in (*st.fm.params.values(), *st.fm.buffers.values())]
 
 
-def equal_to_per_step(names, backbone, size, cfg, device: str, steps: int) -> dict:
+def equal_to_per_step(names, backbone, size, cfg, device: str, steps: int,
+                      how: str = "vmap") -> dict:
     """`steps` steps of the per-step path, of the graph-safe step and (CUDA)
     of its captured replay from the same start. -> {"equal": the graph-safe
     step's tensors bit for bit the per-step path's (compiled: "close" where
     within CLOSE), "replay": (CUDA) the replay's bit for bit the graph-safe
     step's, else None}."""
     x, y = synthetic(steps * cfg.batch_size, size, NUM_CLASSES, device)
-    ref = _members(names, backbone, size, cfg, device)
+    ref = group_stepper(names, backbone, size, cfg, device, how)
     deterministic_cudnn()
     ref.train_mode()
-    orders, lrs = _orders(ref, len(y), cfg)
+    orders, lrs = epoch_orders(ref, len(y), cfg)
     losses = [ref.step(x, y, idxs, lr) for idxs, lr in zip(zip(*orders), lrs)]
     want = _state(ref) + [torch.stack(losses).reshape(len(losses), -1).float()]
     got = {}
     for capture in ([False, True] if device != "cpu" else [False]):
-        st = _members(names, backbone, size, cfg, device)
+        st = group_stepper(names, backbone, size, cfg, device, how)
         deterministic_cudnn()
         st.train_mode()
         runner = GraphRunner(st, x, y, say=lambda text: print(text, file=sys.stderr))
         runner.capture = capture
-        losses = runner.run_epoch(*_orders(st, len(y), cfg), tick=lambda loss: None)
+        losses = runner.run_epoch(*epoch_orders(st, len(y), cfg), tick=lambda loss: None)
         got[capture] = _state(st) + [torch.stack(losses)] if not capture or runner.kernels() \
             else None  # capture failed: nothing was replayed
     same = (lambda a, b: a is not None and all(torch.equal(u, v) for u, v in zip(a, b)))
@@ -279,10 +312,10 @@ def deterministic_cudnn() -> None:
 def check_case(name, names, s) -> dict:
     cfg = dataclasses.replace(PROFILES["paper"], graph="true", pretrained=False,
                               cudnn_benchmark=False, compile_step=name.startswith(COMPILED))
-    row = {"case": name, "members": len(names), "graphs": "-"}
-    row["breaks"] = "-" if s.no_explain else graph_breaks(names, s.backbone, s.size, cfg)
-    row.update(count_ops(names, s.backbone, s.size, cfg, s.device))
-    row.update(equal_to_per_step(names, s.backbone, s.size, cfg, s.device, s.steps))
+    row, how = {"case": name, "members": len(names), "graphs": "-"}, group_kind(name)
+    row["breaks"] = "-" if s.no_explain else graph_breaks(names, s.backbone, s.size, cfg, how)
+    row.update(count_ops(names, s.backbone, s.size, cfg, s.device, how))
+    row.update(equal_to_per_step(names, s.backbone, s.size, cfg, s.device, s.steps, how))
     if row["replay"] is None:
         del row["replay"]
     row["ok"] = (row["equal"] is True or (cfg.compile_step and row["equal"] == "close")) \

@@ -14,27 +14,20 @@ member-layout copies being views.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections import Counter
 
 import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench.core.config import PROFILES
+from bench.speed.capture import PAPER_ONE_HEAD, count_ops, is_alias
 from bench.train.backbones import build_model
 from bench.train.batched import CONV_MODES, batch_members
 
-# ops that only alias their input (no kernel): besides every overload torch
-# marks is_view, these composite / alias-returning ones
-ALIASES = {"aten.view", "aten._unsafe_view", "aten.alias", "aten.detach", "aten.reshape",
-           "aten.lift_fresh", "aten._reshape_alias", "aten.t", "aten.expand",
-           "aten.as_strided", "aten.squeeze", "aten.unsqueeze", "aten.permute",
-           "aten.transpose", "aten.slice", "aten.select", "aten.split", "aten.unbind"}
 BACKBONES = ("resnet50", "convnext_tiny", "swin_tiny")
 CONV_OPS = ("aten.convolution", "aten.convolution_backward")
-
-
-def is_alias(func) -> bool:
-    return bool(getattr(func, "is_view", False)) or str(func.overloadpacket) in ALIASES
 
 
 class KernelOps(TorchDispatchMode):
@@ -91,6 +84,35 @@ def batched(backbone: str, n: int, size: int, conv: str, classes: int = 9):
     return batch_members(models, conv).train()
 
 
+def group_step_ops(backbone: str, n: int, size: int, batch: int,
+                   names: tuple = PAPER_ONE_HEAD, interleave: bool = False) -> int:
+    """Kernels (views and aliases left out) of one graph-safe step of a cell
+    group of n members of the methods `names`: augmentation, the batched
+    forward, every member's loss, backward, SGD. On the meta device
+    (bench.speed.capture.count_ops); n = 1 is the run alone. Members as a
+    grid lists them, each method's seeds together (n = 40 of 5 methods: 8
+    seeds each), or with `interleave` each member another method than the
+    last (the worst case: no loss is shared, bench.train.seedloss)."""
+    members = tuple(names[i % len(names)] if interleave else names[i * len(names) // n]
+                    for i in range(n))
+    cfg = dataclasses.replace(PROFILES["paper"], graph="true", pretrained=False,
+                              batch_size=batch, augment_mode="batched")
+    return count_ops(members, backbone, size, cfg, "cpu", "cells")["kernels"]
+
+
+def print_group(args, ns: list) -> None:
+    print(f"kernels of one cell-group step (graph-safe step: augmentation, forward, each "
+          f"member's loss, backward, SGD; views left out), {args.size} px, batch "
+          f"{args.batch} a member, the paper's one-head methods ({', '.join(PAPER_ONE_HEAD)}), "
+          "each method's seeds together")
+    print(f"{'backbone':15} " + " ".join(f"N={n:<6}" for n in ns) + " per added member")
+    for backbone in args.backbones:
+        counts = [group_step_ops(backbone, n, args.size, args.batch) for n in ns]
+        first = next((i for i, n in enumerate(ns) if n >= 2), 0)
+        grow = (counts[-1] - counts[first]) / max(ns[-1] - ns[first], 1)
+        print(f"{backbone:15} " + " ".join(f"{c:<8}" for c in counts) + f" {grow:.2f}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.speed.cellops", description=__doc__,
                                  allow_abbrev=False)
@@ -99,8 +121,12 @@ def main(argv=None) -> None:
     ap.add_argument("--members", type=int, nargs="+", default=[1, 5, 10, 40])
     ap.add_argument("--backbones", nargs="+", default=list(BACKBONES))
     ap.add_argument("--sgd", action="store_true", help="count the SGD step too")
+    ap.add_argument("--group", action="store_true", help="count the whole step of a cell "
+                    "group (bench.train.cells) with its members' losses, instead of the model's")
     args = ap.parse_args(argv)
     ns = sorted(args.members)
+    if args.group:
+        return print_group(args, ns)
     print(f"ATen ops of one training step (views left out), {args.size} px, batch "
           f"{args.batch} a member{', SGD step included' if args.sgd else ''}")
     print(f"{'backbone':15} {'conv':8} " + " ".join(f"N={n:<6}" for n in ns)

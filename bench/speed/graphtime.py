@@ -43,7 +43,7 @@ from bench.core.device import check_device, device_name
 from bench.core.errors import BenchError
 from bench.core.files import write_json
 from bench.speed import projection as P
-from bench.speed.capture import PAPER_ONE_HEAD, _members, _orders
+from bench.speed.capture import PAPER_ONE_HEAD, epoch_orders, group_stepper
 from bench.speed.steptime import synthetic
 from bench.train.graphstep import GraphRunner
 from bench.train.loop import sync
@@ -72,7 +72,7 @@ def _kernels(fn, device) -> int | None:
 
 def _setup(size, names, backbone, cfg, device, steps):
     x, y = synthetic(steps * cfg.batch_size, size, 9, device)
-    st = _members(names, backbone, size, cfg, device)
+    st = group_stepper(names, backbone, size, cfg, device)
     st.train_mode()
     return st, x, y
 
@@ -86,7 +86,7 @@ def time_path(path: str, size: int, names: tuple, s, streams: int = 1) -> dict:
     groups = [_setup(size, names, s.backbone, cfg, device, total) for _ in range(streams)]
     runs, kernels = [], None
     for st, x, y in groups:
-        orders, lrs = _orders(st, len(y), cfg)
+        orders, lrs = epoch_orders(st, len(y), cfg)
         if path == "per-step":
             def one(st=st, x=x, y=y, batches=iter(zip(zip(*orders), lrs))):
                 st.step(x, y, *next(batches))  # the epoch's next (indices, lr)

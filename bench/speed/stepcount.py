@@ -37,7 +37,7 @@ def count_step(backbone: str, size: int, classes: int = 9, batch: int = 8) -> di
     forward, loss, backward, SGD); conv/mm: FLOPs of its forward + backward;
     eval_conv/eval_mm: forward FLOPs per evaluated image."""
     torch.manual_seed(0)
-    ops = count_ops(("sl1h",), backbone, size, PROFILES["paper"], "cpu")["device ops"]
+    ops = count_ops(("sl1h",), backbone, size, PROFILES["paper"], "cpu")["kernels"]
     model = build_model(backbone, size, 1, classes)[0].to("meta")
     train = _flops(model, torch.empty(batch, 3, size, size, device="meta"), True)
     with torch.no_grad():

@@ -27,6 +27,8 @@ import torch
 from torch.func import functional_call, stack_module_state, vmap
 
 from bench.train.augment import apply_ops, augment_batch, sample_params
+from bench.train.cells import CellModel
+from bench.train.seedvmap import member_losses
 from bench.core.config import TrainConfig
 from bench.core.errors import BenchError
 from bench.train.nets import vmap_safe
@@ -122,30 +124,40 @@ def fused_step(fm, methods, opt, xs, ys, gens, aug_gens, cfg) -> torch.Tensor:
     batches = [m.batch(xi, y, g) for m, xi, y, g in zip(methods, x, ys, gens)]
     with autocast(x[0].device, cfg.bf16):
         logits = fm(torch.stack([b[0] for b in batches]))
-        losses = torch.stack([m.loss(logits[s], b[1]) for s, (m, b)
-                              in enumerate(zip(methods, batches))])
+        losses = member_losses(methods, logits, [b[1] for b in batches])
     opt.zero_grad(set_to_none=True)
     losses.sum().backward()  # seeds share no parameter: per-seed gradients
     opt.step()
     return losses.detach()
 
 
+def group_model(how: str, models: list, cfg: TrainConfig, device):
+    """The group's stacked model: vmapped (FusedModel) or batched (a cell group,
+    bench.train.cells.CellModel); the same interface."""
+    if how == "cells":
+        return CellModel(models, device, cfg.cell_conv)
+    if how == "vmap":
+        return FusedModel(models, device)
+    raise BenchError(f"unknown group model '{how}'; choose from: cells, vmap")
+
+
 class FusedStepper:
     """A fused group as the loop (bench.train.loop.run_loop) sees it: the
-    FusedModel under vmap and fused_step. Member s keeps its seed's streams:
-    batch order and method draws (`gens[s]`), augmentation (`aug_gens[s]`)."""
+    group's model (`how`: cells or vmap) and fused_step. Member s keeps its
+    seed's streams: batch order and method draws (`gens[s]`), augmentation
+    (`aug_gens[s]`)."""
 
     def __init__(self, models: list, methods: list, cfg: TrainConfig, seeds: list[int],
-                 device):
+                 device, how: str = "vmap"):
         self.device, self.methods, self.cfg = torch.device(device), methods, cfg
         self.gens = [torch.Generator().manual_seed(s) for s in seeds]
         self.aug_gens = [torch.Generator().manual_seed(s + AUG_STREAM) for s in seeds]
         set_backends(cfg, self.device)
-        self.fm = FusedModel(models, self.device)
+        self.fm = group_model(how, models, cfg, self.device)
         if cfg.compile:
             self.fm.compile(cfg.compile_mode)
         self.opt = make_sgd(self.fm.params.values(), cfg)
-        self.size, self.name = len(seeds), f"fused x{len(seeds)}"
+        self.size, self.name = len(seeds), f"{how} x{len(seeds)}"
 
     def train_mode(self) -> None:
         self.fm.train(True)
@@ -161,8 +173,7 @@ class FusedStepper:
         def loss_fn(params, buffers, batches):
             with autocast(self.device, cfg.bf16):
                 logits = fm._forward(params, buffers, torch.stack([b[0] for b in batches]))
-                losses = torch.stack([m.loss(logits[s], b[1])
-                                      for s, (m, b) in enumerate(zip(methods, batches))])
+                losses = member_losses(methods, logits, [b[1] for b in batches])
             return losses.sum(), losses.detach()
         return fm.params, fm.buffers, loss_fn
 
@@ -203,10 +214,11 @@ class FusedStepper:
 
 def train_fused(models: list, methods: list, cfg: TrainConfig, data, seeds: list[int],
                 device="cpu", *, progress: bool = True, on_step=None,
-                state=None) -> list[TrainResult]:
+                state=None, how: str = "vmap") -> list[TrainResult]:
     """Train models[s] with methods[s] under seeds[s], all at once, in the one
     training loop (bench.train.loop.run_loop). Returns one TrainResult per
     seed; train_seconds is the group's wall time shared equally. `state`:
-    the group's bench.train.resume.CycleState (resumed from, saved each cycle)."""
-    stepper = FusedStepper(models, methods, cfg, seeds, device)
+    the group's bench.train.resume.CycleState (resumed from, saved each cycle).
+    `how`: the group's model, vmap or cells (group_model)."""
+    stepper = FusedStepper(models, methods, cfg, seeds, device, how)
     return run_loop(stepper, cfg, data, progress, on_step, state)

@@ -32,6 +32,7 @@ from torch.func import functional_call, grad_and_value
 
 from bench.core.config import TrainConfig
 from bench.train.maskaug import apply_masked
+from bench.train.seedvmap import member_batches
 from bench.train.protocol import to_model_size
 from bench.train.staging import Ahead, Stage, draw_epoch, wants_ahead, with_lrs
 from bench.methods.base import Method
@@ -90,10 +91,11 @@ class GraphStep:
             x = apply_masked(x, {k.removeprefix("aug."): v for k, v in d.items()
                                  if k.startswith("aug.")})
         x = self.st.normalise(to_model_size(x, self.cfg.image_size))
-        n = len(idx) // self.st.size
-        return [m.staged_batch(xi, yi, {k.split(".", 1)[1]: v for k, v in d.items()
-                                        if k.startswith(f"m{s}.")})
-                for s, (m, xi, yi) in enumerate(zip(self.st.methods, x.split(n), y.split(n)))]
+        size = self.st.size
+        draws = [{k.split(".", 1)[1]: v for k, v in d.items() if k.startswith(f"m{s}.")}
+                 for s in range(size)]
+        return member_batches(self.st.methods, x.unflatten(0, (size, -1)),
+                              y.unflatten(0, (size, -1)), draws)
 
     def step(self, stage: Stage) -> None:
         """One SGD step of every member on the stage's current row."""

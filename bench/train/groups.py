@@ -32,6 +32,7 @@ from bench.core.registry import Registry
 from bench.methods import create_method
 from bench.train import experiment  # save_run looked up at call time (tests swap it)
 from bench.train.backbones import model_arch
+from bench.train.cells import batchable
 from bench.train.fused import train_fused
 from bench.train.resume import CycleState
 from bench.train.streams import raise_connections, train_streams
@@ -150,7 +151,7 @@ def run_members(members: list, bundle, results, *, device: str | None = None,
              for i, m in zip(todo, methods)]
     exps, seeds = [members[i][0] for i in todo], [members[i][2] for i in todo]
     trained = list(zip(exps, seeds))
-    how = fused_as(exps[0].train, device)
+    how = fused_as(exps[0].train, device, built[0][0])
     states = member_states([paths[i] for i in todo], trained, how)
     out = TRAIN_TOGETHER[how]([model for model, _ in built], methods, exps[0].train, bundle,
                               seeds, device, progress, on_step, states=states)
@@ -160,7 +161,7 @@ def run_members(members: list, bundle, results, *, device: str | None = None,
         experiment.save_run(paths[i], exps[k], bundle, seeds[k], out[k],
                             experiment.n_params(model), bb.weights, device,
                             keep_weights=keep_weights, **group_fields(exps[k], trained),
-                            **({"fused_as": how} if how == "streams" else {}))
+                            **({"fused_as": how} if how != "vmap" else {}))
     # a complete record needs no state: each streams member's own, the group's once all are
     done_states = [states[k] for k in ok] if how == "streams" else \
         states if len(ok) == len(out) else []
@@ -175,12 +176,16 @@ def run_members(members: list, bundle, results, *, device: str | None = None,
     return [("done" if i in done else "skipped", p) for i, p in enumerate(paths)]
 
 
-def fused_as(cfg, device) -> str:
+def fused_as(cfg, device, model=None) -> str:
     """TrainConfig.fuse_as resolved: `auto` is streams on CUDA (where one run's
-    captured step leaves the card idle), vmap elsewhere."""
+    captured step leaves the card idle); elsewhere a cell group (one batched
+    model, bench.train.cells) where `model`, a member, has a batched form, and
+    vmap where it has not (an efficient ensemble's layers, most timm models)."""
     if cfg.fuse_as != "auto":
         return cfg.fuse_as
-    return "streams" if str(device).startswith("cuda") else "vmap"
+    if str(device).startswith("cuda"):
+        return "streams"
+    return "cells" if model is not None and batchable(model) is None else "vmap"
 
 
 def connections_note(cfg, device) -> str | None:
@@ -199,12 +204,17 @@ def member_states(paths: list, trained: list, how: str) -> list:
     if how == "streams":
         return [CycleState(store.state_path(p), exp.key(seed).run_id)
                 for p, (exp, seed) in zip(paths, trained)]
-    return [group_state(paths[0], trained)]
+    return [group_state(paths[0], trained, how)]
 
 
 def _train_vmap(models, methods, cfg, data, seeds, device, progress, on_step, *, states: list):
     return train_fused(models, methods, cfg, data, seeds, device, progress=progress,
                        on_step=on_step, state=states[0])  # one state for the stacked model
+
+
+def _train_cells(models, methods, cfg, data, seeds, device, progress, on_step, *, states: list):
+    return train_fused(models, methods, cfg, data, seeds, device, progress=progress,
+                       on_step=on_step, state=states[0], how="cells")
 
 
 def _train_streams(models, methods, cfg, data, seeds, device, progress, on_step, *,
@@ -215,12 +225,16 @@ def _train_streams(models, methods, cfg, data, seeds, device, progress, on_step,
 
 # fuse_as -> train(models, methods, cfg, data, seeds, device, progress, on_step,
 # states=member_states(...)): one TrainResult (or a streams member's error) per member
-TRAIN_TOGETHER = {"vmap": _train_vmap, "streams": _train_streams}
+TRAIN_TOGETHER = {"cells": _train_cells, "vmap": _train_vmap, "streams": _train_streams}
 
 
-def group_state(first_record, trained: list):
+def group_state(first_record, trained: list, how: str = "vmap"):
     """The group's cycle-end state (bench.train.resume), beside its first member's
-    record; its key names every member, so only the same group resumes it."""
+    record; its key names every member (and a cell group's model, whose
+    tensors are laid out as the vmapped group's are not), so only the same
+    group resumes it."""
     key = " ".join(exp.key(seed).run_id for exp, seed in trained)
+    if how != "vmap":
+        key = f"{how}: {key}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return CycleState(store.state_path(first_record, digest), key)

@@ -101,6 +101,28 @@ def draw_epoch(orders: list, lrs: list, methods: list, gens: list, aug_gens: lis
 
 
 # ---------------------------------------------------------------- device --
+MEMBERS = "m*."  # a field every member has, stacked [steps, members, ...]
+
+
+def by_member(fields: dict, members: int) -> dict:
+    """Fields "m{s}.{name}" that every member has with one shape and dtype,
+    stacked as one field "m*.{name}" [steps, members, ...]: read back with
+    one index a step, not one per member (the same values)."""
+    out = dict(fields)
+    names = {k.split(".", 1)[1] for k in fields if k.startswith("m") and "." in k
+             and k.split(".", 1)[0][1:].isdigit()}
+    for name in sorted(names):
+        keys = [f"m{s}.{name}" for s in range(members)]
+        if members < 2 or any(k not in fields for k in keys):
+            continue
+        vals = [fields[k] for k in keys]
+        if len({(tuple(v.shape), v.dtype) for v in vals}) == 1:
+            out[MEMBERS + name] = torch.stack(vals, dim=1)
+            for k in keys:
+                del out[k]
+    return out
+
+
 class Stage:
     """Steps of one batch shape: their draws stacked in device buffers that keep
     their address from epoch to epoch (a captured graph reads them there), a
@@ -114,6 +136,7 @@ class Stage:
 
     def load(self, stacked: dict) -> None:
         """Copy one batch length's fields (draw_epoch's) into the buffers."""
+        stacked = by_member(stacked, self.members)
         if set(stacked) != set(self.bufs) or any(
                 v.shape != self.bufs[k].shape for k, v in stacked.items()):
             self.bufs = {k: torch.empty(v.shape, dtype=v.dtype, device=self.device)
@@ -127,7 +150,12 @@ class Stage:
 
     def read(self) -> dict:
         """This step's row of every field (no host read: index_select at the counter)."""
-        return {k: v.index_select(0, self.counter).squeeze(0) for k, v in self.bufs.items()}
+        rows = {k: v.index_select(0, self.counter).squeeze(0) for k, v in self.bufs.items()}
+        out = {k: v for k, v in rows.items() if not k.startswith(MEMBERS)}
+        for k, v in rows.items():  # a field of every member: member s's row is a view
+            if k.startswith(MEMBERS):
+                out.update({f"m{s}.{k[len(MEMBERS):]}": v[s] for s in range(self.members)})
+        return out
 
     def record(self, losses: torch.Tensor) -> None:
         self.losses.index_copy_(0, self.counter, losses.detach().float().view(1, -1))

@@ -121,7 +121,7 @@ def test_choices_are_the_protocols_values():
                       "checkpoint_score": ("released", "mean_prob"),
                       "augment_mode": ("batched", "per_image"),
                       "graph": ("auto", "true", "false"),
-                      "fuse_as": ("auto", "vmap", "streams"),
+                      "fuse_as": ("auto", "cells", "vmap", "streams"),
                       "cell_conv": ("grouped", "unfold"),
                       "stage_ahead": ("auto", "true", "false"),
                       "precision": ("released", "tf32", "bf16")}

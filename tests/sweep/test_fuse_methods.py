@@ -16,6 +16,7 @@ from bench.core.errors import BenchError
 from bench.train.groups import fuse_groups, run_members
 from bench.methods import create_method
 from bench.train.experiment import make_experiment, run_seed
+from exactutil import in_float64
 from sweeputil import specs_for
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -31,7 +32,10 @@ def _cfg(**kw):
 
 
 @pytest.mark.parametrize("members", [ONE_HEAD, TWO_HEADS], ids=["1-head", "2-heads"])
-def test_mixed_methods_fused_equal_each_run_alone(tiny, tmp_path, members):
+def test_mixed_methods_fused_equal_each_run_alone(tiny, tmp_path, members, monkeypatch):
+    """In float64 (exactutil: float32 kinks flip under reassociation), so the
+    logits agree to float32 storage rounding, not to a kink's size."""
+    in_float64(monkeypatch)
     cfg = _cfg()
     exps = {n: make_experiment(tiny, "smallcnn", create_method(n), cfg) for n, _ in members}
     got = run_members([(exps[n], create_method(n), s) for n, s in members], tiny,
@@ -44,7 +48,9 @@ def test_mixed_methods_fused_equal_each_run_alone(tiny, tmp_path, members):
         assert path.relative_to(tmp_path / "fused") == alone.relative_to(tmp_path / "alone")
         pf, pa = store.load_predictions(path), store.load_predictions(alone)
         for split in ("val_logits", "test_logits"):
-            np.testing.assert_allclose(pf[split], pa[split], rtol=0, atol=1e-4)
+            scale = np.abs(pa[split]).max()  # stored as float32: 8 eps of the scale
+            np.testing.assert_allclose(pf[split], pa[split], rtol=0,
+                                       atol=8 * np.finfo(np.float32).eps * scale)
         mf, ma = (store.read_json(p / "metrics.json") for p in (path, alone))
         assert mf["best_cycle"] == ma["best_cycle"]
         np.testing.assert_allclose(mf["cycle_val_auc"], ma["cycle_val_auc"], atol=1e-6)

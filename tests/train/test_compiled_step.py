@@ -35,10 +35,10 @@ GRAD_TOL = LAYERS * math.sqrt(BATCH * SIZE * SIZE) * EPS  # ~4.3e-5 relative
 def _runner(compiled: bool, names: tuple):
     cfg = dataclasses.replace(PROFILES["quick"], batch_size=BATCH, graph="true",
                               compile_step=compiled)
-    st = capture._members(names, "smallcnn", SIZE, cfg, "cpu")
+    st = capture.group_stepper(names, "smallcnn", SIZE, cfg, "cpu")
     x, y = synthetic(STEPS * cfg.batch_size, SIZE, capture.NUM_CLASSES, "cpu")
     runner = GraphRunner(st, x, y, say=lambda text: None)
-    (n, stage, _), = runner.stage_epoch(*capture._orders(st, len(y), cfg))
+    (n, stage, _), = runner.stage_epoch(*capture.epoch_orders(st, len(y), cfg))
     return runner, n, stage
 
 

@@ -76,10 +76,18 @@ def test_a_member_that_diverges_fails_alone(tiny, tmp_path):
     assert written == [True, False, True]
 
 
-def test_auto_is_streams_on_cuda_and_vmap_elsewhere():
+def test_auto_is_streams_on_cuda_and_cells_or_vmap_elsewhere():
+    """Elsewhere a member with a batched form makes a cell group, one without
+    (a layer bench.train.batched has no form of) a vmapped group."""
+    from torch import nn
+    from bench.train.backbones import build_model
     cfg = dataclasses.replace(PROFILES["quick"], fuse_as="auto")
-    assert fused_as(cfg, "cuda") == "streams" and fused_as(cfg, "cuda:1") == "streams"
-    assert fused_as(cfg, "cpu") == "vmap" and fused_as(cfg, torch.device("cpu")) == "vmap"
+    net = build_model("smallcnn", 12, 2, 10)[0]
+    assert fused_as(cfg, "cuda", net) == "streams" and fused_as(cfg, "cuda:1") == "streams"
+    assert fused_as(cfg, "cpu", net) == "cells" and fused_as(cfg, torch.device("cpu"), net) == "cells"
+    assert fused_as(cfg, "cpu", nn.Sequential(nn.Conv1d(3, 4, 1))) == "vmap"
+    assert fused_as(cfg, "cpu") == "vmap"  # no member to look at
+    assert fused_as(dataclasses.replace(cfg, fuse_as="cells"), "cuda") == "cells"
     assert fused_as(dataclasses.replace(cfg, fuse_as="vmap"), "cuda") == "vmap"
     assert fused_as(dataclasses.replace(cfg, fuse_as="streams"), "cpu") == "streams"
 
