@@ -10,7 +10,7 @@ one operation over all members (one batch norm, one batched matmul for a
 linear layer or 1x1 convolution, one grouped convolution or unfold + batched
 matmul for k x k, `--set cell_conv`), so the ops a step do not grow with N
 (`python -m bench.speed.cellops`). Each member's numbers are its own: the
-layout never mixes members' channels (tests/train/test_cells.py).
+layout never mixes members' channels (tests/train/test_cell_groups.py).
 
 A model with a layer that has no batched form (an efficient ensemble's
 layers, most timm models) cannot join: `batchable` says why, and
