@@ -75,4 +75,4 @@ def test_packed_on_a_backbone_it_cannot_pack_stops_the_grid_in_one_line(capsys, 
             "--profile", "quick", "--seeds", "1", "--dry-run", "--results", str(tmp_path / "r")]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "allowed: the registered conv / batch-norm backbones" in err
+    assert len(err.splitlines()) == 1 and "built only on the registered conv / batch-norm backbones" in err
