@@ -11,7 +11,9 @@ under torch.func.vmap on a copy of the first member, its tensor attributes
 set to the member's slice. A method whose loss vmap cannot batch (a
 data-dependent branch, a scalar read), or whose vmapped form asks the host
 for a tensor (checked once on the meta device), is computed member by
-member, as is a member whose method has no like in the group.
+member, as is a member whose method has no like in the group, and a method
+whose call changes its own non-tensor attributes or adds one (state kept
+across steps would stay on the copy).
 """
 from __future__ import annotations
 
@@ -111,15 +113,26 @@ def seeds_call(methods: list, attr: str, lead: torch.Tensor, rest: list):
             setattr(template, k, v)
         return getattr(template, attr)(z, *tree_unflatten(list(flat), spec))
     call = vmap(one, in_dims=(0, 0, *dims))
+    before = _plain(template)
     try:
         if (type(first), attr) not in _CHECKED:
             if _asks_host(call, lead, state, leaves):
                 raise RuntimeError("asks the host")
             _CHECKED.add((type(first), attr))
-        return call(lead, state, *leaves)
+        out = call(lead, state, *leaves)
     except Exception:  # noqa: BLE001 - no batching rule, a branch on values: loop instead
+        out = None
+    if out is None or _plain(template) != before:
+        # a method that keeps state of its own (a counter, a new attribute) would
+        # keep it on the copy: it runs on its members instead, every step
         _UNBATCHABLE.add((type(first), attr))
         return None
+    return out
+
+
+def _plain(method) -> dict:
+    """A method's non-tensor attributes by identity, and which attributes it has."""
+    return {k: (isinstance(v, torch.Tensor) or id(v)) for k, v in vars(method).items()}
 
 
 class _HostWork(TorchDispatchMode):

@@ -87,6 +87,27 @@ def test_a_loss_vmap_cannot_batch_or_that_asks_the_host_is_looped(cls):
     assert (cls, "loss") in seedvmap._UNBATCHABLE
 
 
+class _Counts(Method):
+    """A loss that keeps state of its own across calls (a Python counter)."""
+
+    calls = 0
+
+    def loss(self, logits, target):
+        self.calls += 1
+        return torch.nn.functional.cross_entropy(logits[:, 0], target)
+
+
+def test_a_loss_that_keeps_its_own_state_runs_on_each_member():
+    methods = [_Counts("c") for _ in range(S)]
+    z, y = torch.randn(S, B, 1, K), torch.randint(0, K, (S, B))
+    for step in (1, 2):
+        got = member_losses(methods, z, list(y))
+        assert [m.calls for m in methods] == [step] * S  # the members' own counters
+    want = torch.stack([torch.nn.functional.cross_entropy(z[s, :, 0], y[s]) for s in range(S)])
+    assert torch.equal(got, want)
+    assert (_Counts, "loss") in seedvmap._UNBATCHABLE
+
+
 def test_members_of_different_methods_each_keep_their_own_loss():
     methods = _members("sl1h")[:2] + _members("ls")[:2] + _members("sl1h")[:1]
     targets = [torch.randint(0, K, (B,)) for _ in methods]
